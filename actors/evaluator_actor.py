@@ -1,0 +1,48 @@
+"""The net actor of ``kibitz extract``: one actor holds ALL nets of a game kind.
+
+Pinned to one GPU (``num_gpus=1``) when the cluster has GPUs, so a GPU is never shared between
+stages; on a CPU-only cluster it is a CPU actor with a fixed thread budget
+(``evaluator_cpus``). It wraps the plain step classes of ``pipeline.extract_chess`` /
+``pipeline.extract_go``; Ray restarts it when its process dies (``max_restarts=-1``) and the
+driver retries the batch it was working on (``max_task_retries=0``: the driver decides, so a
+batch that keeps failing is quarantined instead of retried forever).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import ray
+
+from pipeline.extract_config import config_from_dict
+
+
+@ray.remote(max_restarts=-1, max_task_retries=0)
+class EvaluatorActor:
+    """Loads every net once, then evaluates chunk after chunk."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        cfg = config_from_dict(config)
+        device = "cuda" if ray.get_gpu_ids() else "cpu"
+        if cfg.game == "chess":
+            from pipeline.extract_chess import ChessNetStep
+
+            self.step = ChessNetStep(cfg, device=device)
+        else:
+            from pipeline.extract_go import GoNetStep
+
+            self.step = GoNetStep(cfg, device=device)
+
+    def evaluate(self, work: Any) -> Any:
+        """A chunk's encoded positions → the per-net result (ChessNetResult / GoNetResult)."""
+        return self.step(work)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def start_evaluators(config: dict[str, Any], count: int, *, cpus: int, gpus: bool) -> list:
+    """``count`` evaluator actors: one GPU each when ``gpus``, else ``cpus`` CPUs each."""
+    options = {"num_gpus": 1, "num_cpus": 1} if gpus else {"num_cpus": cpus}
+    return [EvaluatorActor.options(**options).remote(config) for _ in range(count)]

@@ -1,0 +1,30 @@
+"""CPU tasks of ``kibitz extract``: read + encode a chunk of games, assemble its features.
+
+``num_cpus=0``: the driver bounds how many chunks are in flight (``max_in_flight``), which
+bounds these tasks too; asking Ray for a CPU here would deadlock small clusters whose CPUs are
+all held by the net and Stockfish actors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+
+from pipeline.extract_config import config_from_dict
+from pipeline.extract_steps import Part, PartResult, assemble, encode, read_games_rows
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def encode_task(config: dict[str, Any], games_root: str, part: Part) -> Any:
+    """Read rows [start, stop) of one games file and encode their positions."""
+    cfg = config_from_dict(config)
+    return encode(cfg, read_games_rows(games_root, part))
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def assemble_task(
+    config: dict[str, Any], part: Part, work: Any, nets: Any, *values: Any
+) -> PartResult:
+    """The features table and the quarantined games of one part, with stage timings."""
+    return assemble(config_from_dict(config), part, work, nets, list(values))

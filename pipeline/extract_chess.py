@@ -1,0 +1,264 @@
+"""Chess feature extraction steps: games → positions → Maia priors + Stockfish values → features.
+
+Plain step classes (no ray); ``pipeline/extract.py`` runs them on Ray, and tests call them
+directly. A chunk of games flows through four steps::
+
+    encode_chess(games)                 CPU task     ChessWork (bit-packed planes, legal moves)
+    ChessNetStep(config)(work)          net actor    priors / log-priors / top-1 per Maia net,
+                                                     the expected-loss net's likely moves
+    ChessValueStep(settings)(work, nets, lo, hi)     Stockfish actor, games [lo, hi): win rate
+                                                     of every position, the final one and the
+                                                     likely moves' resulting positions
+    assemble_chess(config, work, nets, values)       CPU task     the features table
+
+Values are from the mover's view: ``v_before[i]`` is the value of the position before ply i for
+the side to move; ``v_after[i] = −v(position i+1)`` (the opponent moves there), so
+``v_after[i] == −v_before[i+1]`` exactly, and each position is searched once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+import chess
+import numpy as np
+import pyarrow as pa
+
+from pipeline.chess_policy import policy_over_legal
+from pipeline.chess_spec import POLICY_SIZE, unpack_move
+from pipeline.encode_chess import ChessPositions, encode_games
+from pipeline.expected_loss import LikelyMoves, csr_to_dense, expected_loss, likely_moves
+from pipeline.extract_config import ExtractConfig
+from pipeline.features_rows import build_table, game_columns
+from pipeline.features_schema import column_slug
+from pipeline.net_bank import NetBank, NetJob
+from pipeline.packed_planes import PackedPlanes, pack_planes
+from pipeline.stockfish_eval import StockfishEvaluator, StockfishSettings, win_rate_to_v
+
+LOG_PRIOR_FLOOR = float(np.log(1e-6))  # features_schema: logprior floored at log(1e-6)
+
+
+@dataclass
+class ChessWork:
+    """One chunk's games, encoded; ``positions.planes`` is empty, the planes travel packed."""
+
+    games: pa.Table
+    positions: ChessPositions
+    planes: PackedPlanes
+    failed: dict[int, str] = field(default_factory=dict)  # games row → why it was dropped
+    seconds: float = 0.0
+
+
+@dataclass
+class ChessNetResult:
+    """Per position (N,) outputs of every configured net, and the likely moves to evaluate."""
+
+    prior: dict[str, np.ndarray]  # net name → (N,) float32
+    logprior: dict[str, np.ndarray]
+    top1: dict[str, np.ndarray]  # (N,) bool
+    sscore: dict[str, np.ndarray]
+    likely: LikelyMoves | None  # (N, k) positions in each legal list
+    seconds: float = 0.0
+    net_seconds: float = 0.0
+
+
+@dataclass
+class ChessValues:
+    """Win rates of the side to move for the games [lo, hi) of a chunk (Stockfish's output)."""
+
+    lo: int
+    hi: int
+    w_positions: np.ndarray  # (P + G,) every position of these games plus each final one
+    w_likely: np.ndarray  # (P, k) the position after each likely move; NaN where not needed
+    seconds: float = 0.0
+    searches: int = 0
+
+
+def encode_chess(games: pa.Table) -> ChessWork:
+    """Encode every position of ``games``; games with an illegal move are dropped with why."""
+    t0 = time.perf_counter()
+    positions = encode_games(games["moves"])
+    failed = {e.game_index: f"{e.reason} {e.move!r} at ply {e.ply}" for e in positions.errors}
+    if failed:
+        keep = np.ones(games.num_rows, dtype=bool)
+        keep[list(failed)] = False
+        kept_rows = np.flatnonzero(keep)
+        positions = encode_games(games["moves"].take(pa.array(kept_rows)))
+        positions.game_index = kept_rows[positions.game_index].astype(np.int32)
+    packed = pack_planes(positions.planes)
+    positions = dataclasses.replace(positions, planes=np.empty((0, 112, 8, 8), np.float32))
+    return ChessWork(games, positions, packed, failed, time.perf_counter() - t0)
+
+
+def _nets_to_load(config: ExtractConfig) -> list[str]:
+    models = [n.model for n in config.imitation_nets + config.strength_nets]
+    if config.value.evaluator == "net":
+        models.append(config.value.model)
+    return models
+
+
+class ChessNetStep:
+    """Holds every chess net of a run; turns a chunk's positions into per-net columns."""
+
+    def __init__(self, config: ExtractConfig, *, device: str | None = None, cache_dir=None):
+        self.config = config
+        self.bank = NetBank(
+            _nets_to_load(config),
+            backend=config.backend,
+            precision=config.precision,
+            batch_size=config.batch_size,
+            device=device,
+            cache_dir=cache_dir,
+            threads=config.evaluator_cpus,
+        )
+
+    def __call__(self, work: ChessWork) -> ChessNetResult:
+        t0 = time.perf_counter()
+        net_before = self.bank.timer.net_s
+        pos = work.positions
+        n = len(pos)
+        played_index = pos.played_policy_index.astype(np.int64)  # (N,)
+        strength = bool(self.config.strength_nets)
+
+        def source(start: int, stop: int) -> dict[str, np.ndarray]:
+            inputs = {"planes": work.planes.unpack(start, stop)}  # (B, 112, 8, 8)
+            if strength:  # strength nets also see the played move, one-hot over the policy
+                one_hot = np.zeros((stop - start, POLICY_SIZE), np.float32)  # (B, 1858)
+                one_hot[np.arange(stop - start), played_index[start:stop]] = 1
+                inputs["played"] = one_hot
+            return inputs
+
+        jobs = [NetJob(net.name, net.model, ("policy",)) for net in self.config.imitation_nets]
+        jobs += [NetJob(net.name, net.model, ("sscore",)) for net in self.config.strength_nets]
+        outputs = self.bank.run(jobs, source, n)
+
+        result = ChessNetResult({}, {}, {}, {}, None)
+        el_net = self.config.expected_loss.net
+        for net in self.config.imitation_nets:
+            policy = policy_over_legal(outputs[net.name]["policy"], pos)
+            result.prior[net.name] = policy.played_prob.astype(np.float32)
+            result.logprior[net.name] = np.maximum(
+                policy.played_logprob, LOG_PRIOR_FLOOR
+            ).astype(np.float32)
+            result.top1[net.name] = policy.top1_is_played.astype(bool)
+            if net.name == el_net:
+                dense = csr_to_dense(policy.probs.astype(np.float32), pos.legal_offsets, fill=0.0)
+                result.likely = likely_moves(
+                    dense,
+                    prior_share=self.config.expected_loss.prior_share,
+                    max_moves=self.config.expected_loss.max_moves,
+                )
+        for net in self.config.strength_nets:
+            result.sscore[net.name] = outputs[net.name]["sscore"].reshape(n).astype(np.float32)
+        result.net_seconds = self.bank.timer.net_s - net_before
+        result.seconds = time.perf_counter() - t0
+        return result
+
+
+def game_ranges(work: ChessWork) -> tuple[np.ndarray, np.ndarray]:
+    """(G+1,) position offsets of each games row, and (N,) rank of each position's game among
+    the games that have positions (the index shift between positions and extended positions)."""
+    counts = np.bincount(work.positions.game_index, minlength=work.games.num_rows)
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    has = (counts > 0).astype(np.int64)
+    rank = (np.cumsum(has) - 1)[work.positions.game_index]
+    return offsets, rank
+
+
+class ChessValueStep:
+    """One Stockfish engine evaluating the positions of a range of a chunk's games.
+
+    FENs are generated here with python-chess, once per position: this stage is bound by the
+    engine's search (milliseconds per position), not by the replay (microseconds).
+    """
+
+    def __init__(self, settings: StockfishSettings) -> None:
+        self.engine = StockfishEvaluator(settings)
+
+    @property
+    def pid(self) -> int:
+        return self.engine.pid
+
+    def __call__(self, work: ChessWork, nets: ChessNetResult, lo: int, hi: int) -> ChessValues:
+        t0 = time.perf_counter()
+        searches0 = self.engine.searches
+        pos = work.positions
+        offsets, _ = game_ranges(work)
+        p_lo, p_hi = int(offsets[lo]), int(offsets[hi])
+        likely = nets.likely
+        k = likely.index.shape[1] if likely is not None else 0
+        w_likely = np.full((p_hi - p_lo, k), np.nan)
+        w_positions = []
+        moves = work.games["moves"]
+        for g in range(lo, hi):
+            start, stop = int(offsets[g]), int(offsets[g + 1])
+            if start == stop:
+                continue
+            board = chess.Board()
+            game_moves = moves[g].as_py()
+            for p in range(start, stop):
+                w_positions.append(self.engine.win_rate(board.fen()))
+                if likely is not None:
+                    base = int(pos.legal_offsets[p])
+                    for j in np.flatnonzero(likely.keep[p]):
+                        at = int(likely.index[p, j])
+                        if at == pos.played_legal_pos[p]:
+                            continue  # the played move: its position is the next one
+                        board.push(chess.Move.from_uci(unpack_move(int(pos.legal_move[base + at]))))
+                        w_likely[p - p_lo, j] = self.engine.win_rate(board.fen())
+                        board.pop()
+                board.push_uci(game_moves[int(pos.ply[p])])
+            w_positions.append(self.engine.win_rate(board.fen()))
+        return ChessValues(
+            lo,
+            hi,
+            np.asarray(w_positions, dtype=np.float64),
+            w_likely,
+            time.perf_counter() - t0,
+            self.engine.searches - searches0,
+        )
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def assemble_chess(
+    config: ExtractConfig, work: ChessWork, nets: ChessNetResult, values: list[ChessValues]
+) -> pa.Table:
+    """The features table of one chunk (schema ``config.schema()``), rows in game / ply order."""
+    pos = work.positions
+    n = len(pos)
+    values = sorted(values, key=lambda v: v.lo)
+    w_ext = np.concatenate([v.w_positions for v in values]) if values else np.zeros(0)
+    _, rank = game_ranges(work)
+    at = np.arange(n) + rank  # index of each position in the extended (with finals) order
+    v_ext = win_rate_to_v(w_ext)  # side to move's view
+    v_before = v_ext[at]
+    v_after = -v_ext[at + 1]
+    columns = game_columns(work.games, pos.game_index, pos.ply, pos.white_to_move)
+    columns.update(
+        num_legal=np.diff(pos.legal_offsets).astype(np.int16),
+        v_before=v_before,
+        v_after=v_after,
+        loss=(v_before - v_after).astype(np.float32),
+    )
+    if nets.likely is not None:
+        w_likely = np.concatenate([v.w_likely for v in values])  # (N, k)
+        v_moves = -win_rate_to_v(np.nan_to_num(w_likely, nan=0.5))  # mover's view
+        played = nets.likely.index == pos.played_legal_pos[:, None]  # (N, k)
+        v_moves = np.where(played, v_after[:, None], v_moves)
+        columns["expected_loss"] = expected_loss(v_before, v_moves, nets.likely)
+        columns["expected_loss_moves"] = nets.likely.count
+    else:
+        columns["expected_loss"] = np.full(n, np.nan, np.float32)
+        columns["expected_loss_moves"] = pa.nulls(n, pa.int16())
+    for net in config.imitation_nets:
+        s = column_slug(net.name)
+        columns[f"prior_{s}"] = nets.prior[net.name]
+        columns[f"logprior_{s}"] = nets.logprior[net.name]
+        columns[f"top1_{s}"] = nets.top1[net.name]
+    for net in config.strength_nets:
+        columns[f"sscore_{column_slug(net.name)}"] = nets.sscore[net.name]
+    return build_table(config.schema(), columns)

@@ -1,0 +1,94 @@
+"""The per-move features table: one row per move played, the contract between extraction and the
+SQL aggregates / meta-models.
+
+Keep in sync with the "Features table" section of README.md and with ``sql/staging/stg_moves.sql``.
+
+Layout on disk (hive partitioning)::
+
+    DIR/game=chess/source=lichess/month=2024-02/part-<chunk_id>.parquet
+
+Fixed columns are listed in ``BASE_FIELDS``. Each configured net adds columns named by the
+helpers below, so adding an imitation level or a strength net is a config entry and its columns
+appear (SQL reads them with DuckDB's ``COLUMNS('logprior_.*')``):
+
+- imitation net ``NAME`` (e.g. ``maia_1100``, ``rank_5k``): ``prior_NAME`` (float32, probability
+  of the played move, softmax over legal moves), ``logprior_NAME`` (float32, natural log, floored
+  at log(1e-6)), ``top1_NAME`` (bool, the played move is the net's most likely move);
+- strength net ``NAME``: ``sscore_NAME`` (float32, the mover's s-score of the position + move).
+
+Units and views
+- ``v_before`` / ``v_after``: the evaluator's value of the position before / after the move,
+  from the MOVER's view. Chess: ``log(w / (1 − w))`` of the win rate w (clipped to
+  [1e-4, 1 − 1e-4]); Go: KataGo score lead in points.
+- ``loss = v_before − v_after`` (positive = the move lost value).
+- ``expected_loss = Σ prior(a)·loss(a)`` over the chosen imitation net's likely moves a
+  (renormalised over that set); ``expected_loss_moves`` how many moves a were evaluated.
+- ``move_number``: 1-based count of the mover's own moves in the game (``ply // 2 + 1``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+
+PARTITION_COLUMNS = ("game", "source", "month")
+
+BASE_FIELDS = [
+    pa.field("game_id", pa.string(), nullable=False),
+    pa.field("game", pa.string(), nullable=False),  # (partition)
+    pa.field("source", pa.string(), nullable=False),  # (partition)
+    pa.field("month", pa.string(), nullable=False),  # (partition)
+    pa.field("ply", pa.int32(), nullable=False),  # 0-based index of the move in the game
+    pa.field("move_number", pa.int32(), nullable=False),  # 1-based, the mover's own count
+    pa.field("colour", pa.string(), nullable=False),  # "white" | "black"
+    pa.field("player", pa.string()),  # the mover's name
+    pa.field("opponent", pa.string()),
+    pa.field("rating", pa.int32()),  # chess Elo of the mover; null for Go
+    pa.field("rank", pa.string()),  # Go rank of the mover ("3k", "9d"); null for chess
+    pa.field("rank_num", pa.float32()),  # games_schema's numeric rank scale
+    pa.field("rank_group", pa.string()),  # the mover's group ("1000-1200", "3-5k", "9d")
+    pa.field("played_move", pa.string(), nullable=False),  # UCI / "B:pd"
+    pa.field("num_legal", pa.int16(), nullable=False),
+    pa.field("v_before", pa.float32()),
+    pa.field("v_after", pa.float32()),
+    pa.field("loss", pa.float32()),
+    pa.field("expected_loss", pa.float32()),
+    pa.field("expected_loss_moves", pa.int16()),
+    pa.field("clock_s", pa.float32()),  # the mover's clock after the move, when known
+]
+
+_NAME = re.compile(r"^[a-z0-9_]+$")
+
+
+def column_slug(net_name: str) -> str:
+    """``"maia-1100"`` → ``"maia_1100"``: a net name as it appears inside column names."""
+    slug = re.sub(r"[^a-z0-9]+", "_", net_name.lower()).strip("_")
+    if not _NAME.match(slug):
+        raise ValueError(f"net name {net_name!r} does not give a column name")
+    return slug
+
+
+def imitation_fields(net_name: str) -> list[pa.Field]:
+    """The columns one imitation (policy) net adds."""
+    s = column_slug(net_name)
+    return [
+        pa.field(f"prior_{s}", pa.float32()),
+        pa.field(f"logprior_{s}", pa.float32()),
+        pa.field(f"top1_{s}", pa.bool_()),
+    ]
+
+
+def strength_fields(net_name: str) -> list[pa.Field]:
+    """The column one strength (s-score) net adds."""
+    return [pa.field(f"sscore_{column_slug(net_name)}", pa.float32())]
+
+
+def features_schema(imitation_nets: list[str], strength_nets: list[str] = ()) -> pa.Schema:
+    """The full schema for a run configured with these nets, in a stable column order."""
+    fields = list(BASE_FIELDS)
+    for name in imitation_nets:
+        fields += imitation_fields(name)
+    for name in strength_nets:
+        fields += strength_fields(name)
+    return pa.schema(fields)

@@ -1,0 +1,149 @@
+"""Evaluators: PyTorch and ONNX Runtime agree on real positions; TensorRT on a GPU.
+
+Real positions are lc0's own input planes for the 40 reference positions
+(``reference/maia-lc0-input-planes.json``) of real Lichess games.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import torch
+
+from pipeline import settings
+from pipeline.evaluator import (
+    BackendUnavailableError,
+    EvaluatorInputError,
+    OnnxEvaluator,
+    TorchEvaluator,
+    make_evaluator,
+)
+from pipeline.lc0_net import load_lc0_net
+from pipeline.onnx_export import cached_onnx, net_fingerprint
+
+
+def maia(level: int):
+    return load_lc0_net(settings.models_dir() / "maia" / f"maia-{level}.pb.gz")
+
+
+@pytest.fixture(scope="module")
+def real_planes() -> np.ndarray:
+    """(40, 112, 8, 8) lc0's own planes for real positions (both colours, promotions, ...)."""
+    planes = json.loads((settings.reference_dir() / "maia-lc0-input-planes.json").read_text())
+    rows = []
+    for key in sorted(planes):
+        masks = np.array([int(mask) for mask, _ in planes[key]], dtype=np.uint64)
+        values = np.array([value for _, value in planes[key]], dtype=np.float32)
+        bits = (masks[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
+        rows.append((bits.astype(np.float32) * values[:, None]).reshape(112, 8, 8))
+    return np.stack(rows)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("kibitz-cache")
+
+
+def test_onnx_runtime_matches_torch_on_real_positions(
+    real_planes: np.ndarray, cache_dir: Path
+) -> None:
+    net = maia(1500)
+    torch_eval = make_evaluator(net, backend="torch")
+    onnx_eval = make_evaluator(net, backend="onnx", cache_dir=cache_dir, max_batch=16)
+    assert isinstance(onnx_eval, OnnxEvaluator)
+    expected = torch_eval({"planes": real_planes})
+    got = onnx_eval({"planes": real_planes})  # 40 rows in chunks of 16, 16, 8
+    assert set(got) == {"policy", "wdl"}
+    assert got["policy"].shape == (40, 1858) and got["wdl"].shape == (40, 3)
+    assert np.abs(got["policy"] - expected["policy"]).max() < 1e-4
+    assert np.abs(got["wdl"] - expected["wdl"]).max() < 1e-4
+
+    # The export is cached by the net's fingerprint: same file, not re-exported.
+    path, fingerprint = cached_onnx(net, cache_dir=cache_dir)
+    assert path == onnx_eval.onnx_path and fingerprint == net_fingerprint(net)
+    mtime = path.stat().st_mtime_ns
+    make_evaluator(net, backend="onnx", cache_dir=cache_dir)
+    assert path.stat().st_mtime_ns == mtime
+
+    model = onnx.load(path)
+    assert model.opset_import[0].version >= 17
+    assert [i.name for i in model.graph.input] == ["planes"]
+    assert [o.name for o in model.graph.output] == ["policy", "wdl"]
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param  # dynamic batch
+    assert any(n.name.startswith("/value_fc2/") for n in model.graph.node)  # module-scoped names
+
+
+def test_fingerprint_separates_nets() -> None:
+    a, b = maia(1100), maia(1200)
+    assert net_fingerprint(a) != net_fingerprint(b)
+    assert net_fingerprint(a) == net_fingerprint(maia(1100))
+
+
+def test_torch_evaluator_chunks_and_is_deterministic(real_planes: np.ndarray) -> None:
+    net = maia(1900)
+    whole = TorchEvaluator(net, max_batch=1024)({"planes": real_planes})
+    chunked = TorchEvaluator(net, max_batch=7)({"planes": real_planes})
+    again = TorchEvaluator(net, max_batch=7)({"planes": real_planes})
+    np.testing.assert_array_equal(chunked["policy"], again["policy"])
+    assert np.abs(chunked["policy"] - whole["policy"]).max() < 1e-4
+    with torch.inference_mode():
+        policy, _ = net(torch.from_numpy(real_planes[:1]))
+    assert np.abs(whole["policy"][:1] - policy.numpy()).max() < 1e-4
+    empty = TorchEvaluator(net)({"planes": real_planes[:0]})
+    assert empty["policy"].shape == (0, 1858) and empty["wdl"].shape == (0, 3)
+
+
+def test_bad_inputs_are_named(real_planes: np.ndarray) -> None:
+    evaluate = make_evaluator(maia(1100))
+    with pytest.raises(EvaluatorInputError, match=r"missing \['planes'\], unexpected \['board'\]"):
+        evaluate({"board": real_planes})
+    with pytest.raises(ValueError, match="unknown backend 'tpu'"):
+        make_evaluator(maia(1100), backend="tpu")
+
+
+def test_tensorrt_without_gpu_is_a_clear_error() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU; covered by the gpu tests")
+    with pytest.raises(BackendUnavailableError, match="TensorRT Python package"):
+        make_evaluator(maia(1100), backend="tensorrt", device="cuda")
+    with pytest.raises(BackendUnavailableError, match="needs a CUDA device"):
+        make_evaluator(maia(1100), backend="tensorrt", device="cpu")
+
+
+@pytest.mark.gpu
+def test_tensorrt_fp16_matches_torch(real_planes: np.ndarray, cache_dir: Path) -> None:
+    pytest.importorskip("tensorrt")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU")
+    from pipeline.tensorrt_engine import TensorRTEvaluator
+
+    net = maia(1500)
+    expected = make_evaluator(net, backend="torch")({"planes": real_planes})
+    trt_eval = make_evaluator(
+        net, backend="tensorrt", device="cuda", precision="fp16", cache_dir=cache_dir, max_batch=64
+    )
+    assert isinstance(trt_eval, TensorRTEvaluator)
+    got = trt_eval({"planes": real_planes})
+    # FP16 policy logits (magnitude ~10) agree to a few hundredths; probabilities closer.
+    assert np.abs(got["policy"] - expected["policy"]).max() < 0.1
+    p_got = torch.softmax(torch.from_numpy(got["wdl"]), 1)
+    p_exp = torch.softmax(torch.from_numpy(expected["wdl"]), 1)
+    assert (p_got - p_exp).abs().max() < 0.01
+
+    # A second evaluator reuses the cached engine (same file, not rebuilt).
+    mtime = trt_eval.engine_path.stat().st_mtime_ns
+    again = make_evaluator(
+        net, backend="tensorrt", device="cuda", precision="fp16", cache_dir=cache_dir, max_batch=64
+    )
+    assert again.engine_path == trt_eval.engine_path
+    assert trt_eval.engine_path.stat().st_mtime_ns == mtime
+
+    fp32 = make_evaluator(
+        net, backend="tensorrt", device="cuda", precision="fp32", cache_dir=cache_dir, max_batch=64
+    )
+    assert fp32.engine_path != trt_eval.engine_path
+    assert np.abs(fp32({"planes": real_planes})["policy"] - expected["policy"]).max() < 1e-2

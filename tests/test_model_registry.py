@@ -1,0 +1,195 @@
+"""Model registry: names resolve to real files verified by sha256; errors are clear and fast.
+
+Downloads are tested against a loopback HTTP server and a closed loopback port only; the
+tests never touch the internet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import http.server
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline import cli_models, model_registry, settings
+from pipeline.lc0_net import Lc0Net
+from pipeline.model_registry import (
+    ChecksumMismatchError,
+    FetchError,
+    ModelNotFoundError,
+    RegistryFileError,
+)
+
+MAIA_1100_SHA = "e1cf1cd0c96b8a4fa6a275f4b9fd54ed1ffebf9fe44641b9fceded310e9619c4"
+
+
+def shared_sums() -> dict[str, str]:
+    """``models/SHA256SUMS``: relative path -> sha256."""
+    lines = (settings.models_dir() / "SHA256SUMS").read_text().splitlines()
+    return {path: sha for sha, path in (line.split() for line in lines if line.strip())}
+
+
+def write_user_registry(models_dir: Path, entries: list[dict]) -> None:
+    models_dir.mkdir(parents=True, exist_ok=True)
+    (models_dir / "registry.yaml").write_text(yaml.safe_dump({"models": entries}))
+
+
+def user_entry(name: str, path: str, sha256: str, url: str | None = None) -> dict:
+    entry = {"name": name, "game": "chess", "format": "lc0", "path": path, "sha256": sha256}
+    if url:
+        entry["url"] = url
+    return entry
+
+
+def test_builtin_registry_matches_shared_checksums() -> None:
+    entries = {e.name: e for e in model_registry.list_models()}
+    assert {f"maia-{n}" for n in range(1100, 2000, 100)} <= set(entries)
+    sums = shared_sums()
+    assert len(sums) == 10
+    for entry in entries.values():
+        assert sums[entry.path] == entry.sha256, entry.name
+        resolved = model_registry.resolve(entry.name)
+        assert resolved.file == (settings.models_dir() / entry.path).resolve()
+        assert model_registry.file_sha256(resolved.file) == sums[entry.path]
+
+
+def test_sha256_is_computed_once_per_file() -> None:
+    path = settings.models_dir() / "maia" / "maia-1100.pb.gz"
+    assert model_registry.file_sha256(path) == MAIA_1100_SHA
+    key = next(k for k in model_registry._sha_cache if k[0] == str(path.resolve()))
+    model_registry._sha_cache[key] = "cached-marker"
+    try:
+        assert model_registry.file_sha256(path) == "cached-marker"
+    finally:
+        model_registry._sha_cache[key] = MAIA_1100_SHA
+
+
+def test_flipped_byte_is_detected(tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    (models / "mine").mkdir(parents=True)
+    copy = models / "mine" / "maia-1100.pb.gz"
+    shutil.copyfile(settings.models_dir() / "maia" / "maia-1100.pb.gz", copy)
+    write_user_registry(models, [user_entry("my-maia", "mine/maia-1100.pb.gz", MAIA_1100_SHA)])
+    assert model_registry.resolve("my-maia", models_dir=models).file == copy.resolve()
+
+    data = bytearray(copy.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    copy.write_bytes(bytes(data))
+    with pytest.raises(ChecksumMismatchError, match=r"'my-maia'.*registry says e1cf1cd0"):
+        model_registry.resolve("my-maia", models_dir=models)
+
+
+def test_missing_file_and_unknown_name(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotFoundError, match=r"maia-1500.*not found under models dir"):
+        model_registry.resolve("maia-1500", models_dir=tmp_path)
+    with pytest.raises(ModelNotFoundError, match="no model named 'maia-9999'"):
+        model_registry.resolve("maia-9999")
+
+
+def test_user_registry_adds_entries_and_is_validated(tmp_path: Path) -> None:
+    write_user_registry(tmp_path, [user_entry("extra", "x.pb.gz", "ab" * 32)])
+    names = [e.name for e in model_registry.list_models(models_dir=tmp_path)]
+    assert "extra" in names and "maia-1100" in names
+    (tmp_path / "registry.yaml").write_text("models:\n  - name: broken\n    game: chess\n")
+    with pytest.raises(RegistryFileError, match="lacks \\['format', 'path', 'sha256'\\]"):
+        model_registry.list_models(models_dir=tmp_path)
+
+
+def test_load_net_by_name_and_path() -> None:
+    net = model_registry.load_net("maia-1300")
+    assert isinstance(net, Lc0Net) and net.output_names == ("policy", "wdl")
+    by_path = model_registry.load_net(settings.models_dir() / "maia" / "maia-1300.pb.gz")
+    assert by_path.description == net.description
+
+
+def test_fetch_fails_fast_offline(tmp_path: Path) -> None:
+    write_user_registry(
+        tmp_path, [user_entry("offline", "o.pb.gz", "00" * 32, url="http://127.0.0.1:9/x")]
+    )
+    started = time.perf_counter()
+    with pytest.raises(FetchError, match=r"cannot reach 127\.0\.0\.1:9.*no network"):
+        model_registry.fetch("offline", models_dir=tmp_path, timeout=5)
+    assert time.perf_counter() - started < 5
+    assert not (tmp_path / "o.pb.gz").exists()
+
+
+@pytest.fixture
+def loopback_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """An HTTP server on 127.0.0.1 serving ``tmp_path / "www"``."""
+    root = tmp_path / "www"
+    root.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *args: None  # type: ignore[method-assign]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", root
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_fetch_downloads_verifies_and_rejects_bad_checksums(
+    tmp_path: Path, loopback_server: tuple[str, Path]
+) -> None:
+    base, root = loopback_server
+    payload = b"not really a net, but bytes with a known hash"
+    (root / "net.pb.gz").write_bytes(payload)
+    good_sha = hashlib.sha256(payload).hexdigest()
+    models = tmp_path / "models"
+    write_user_registry(
+        models,
+        [
+            user_entry("good", "dl/good.pb.gz", good_sha, url=f"{base}/net.pb.gz"),
+            user_entry("bad", "dl/bad.pb.gz", "11" * 32, url=f"{base}/net.pb.gz"),
+        ],
+    )
+    target = model_registry.fetch("good", models_dir=models)
+    assert target.read_bytes() == payload
+    assert model_registry.resolve("good", models_dir=models).file == target
+
+    with pytest.raises(FetchError, match=r"has sha256 .*not installed"):
+        model_registry.fetch("bad", models_dir=models)
+    assert sorted(p.name for p in (models / "dl").iterdir()) == ["good.pb.gz"]
+
+
+def kibitz_models(argv: list[str]) -> int:
+    """``kibitz models ARGV`` through this command's own parser (no other command modules)."""
+    parser = argparse.ArgumentParser(prog="kibitz")
+    cli_models.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["models", *argv])
+    return args.func(args)
+
+
+def test_cli_list_and_offline_fetch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --models-dir sets KIBITZ_MODELS_DIR for the process; restore it after the test.
+    monkeypatch.setenv("KIBITZ_MODELS_DIR", str(settings.models_dir()))
+    assert kibitz_models(["list"]) == 0
+    out = capsys.readouterr().out
+    maia_line = next(line for line in out.splitlines() if line.startswith("maia-1100 "))
+    assert maia_line.split()[1:5] == ["chess", "lc0", "yes", "ok"]
+
+    write_user_registry(
+        tmp_path, [user_entry("offline", "o.pb.gz", "00" * 32, url="http://127.0.0.1:9/x")]
+    )
+    assert kibitz_models(["--models-dir", str(tmp_path), "fetch", "offline"]) == 1
+    assert "cannot reach 127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_cli_check_needs_the_games_of_the_nets_game(capsys: pytest.CaptureFixture[str]) -> None:
+    games = (
+        settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "testing" / "1000-1200.pgn.zst"
+    )
+    assert kibitz_models(["check", "katago-g170-b6c96", "--pgn", str(games)]) == 2
+    assert "is a go net: give the games with --sgf" in capsys.readouterr().err
