@@ -8,12 +8,14 @@ as ObjectRefs, so Ray starts each stage when its inputs exist and several chunks
 different stages at once: the nets of chunk i run while chunk i+1 is encoded and chunk i−1 is
 searched by Stockfish. The driver bounds the chunks in flight (``max_in_flight``).
 
-Plain actors, not Ray Data ``map_batches``: measured on this 2-core machine, a Ray Data pipeline
-(read → map_batches(encode) → map_batches(actor pool of nets)) spent 4–6 s planning and
-streaming per run before the first batch, regroups rows into blocks that cross chunk boundaries
-(an exactly-once commit per chunk then needs a group-by back), and cannot express the chess
-DAG where Stockfish needs both the positions and the net's likely moves. Chained ObjectRefs give
-chunk-aligned results, zero-copy numpy between stages on a node, and per-stage retry control.
+Plain actors, not Ray Data ``map_batches``. Measured on this 2-core machine (Ray 2.60, trivial
+work, 4 batches of 2,000 rows, median of 3): a Ray Data pipeline ``from_items →
+map_batches(actor class, concurrency=1)`` took 3.1 s per run (planning, streaming executor,
+actor pool start), chained tasks into an already started actor 0.27 s. Beyond that fixed cost,
+Ray Data regroups rows into blocks that cross chunk boundaries (an exactly-once commit per
+chunk then needs a group-by back) and cannot express the chess DAG where Stockfish needs both
+the positions and the nets' likely moves. Chained ObjectRefs give chunk-aligned results,
+zero-copy numpy between stages on a node, and per-stage retry control.
 """
 
 from __future__ import annotations

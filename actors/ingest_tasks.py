@@ -56,7 +56,10 @@ class RayChunkRunner:
     def __enter__(self) -> RayChunkRunner:
         if not ray.is_initialized():
             if self.address is None:
+                # address="local": always a fresh embedded cluster, never silently joining
+                # one that `ray start` left running on this machine.
                 ray.init(
+                    address="local",
                     num_cpus=self.requested_cpus or os.cpu_count(),
                     include_dashboard=False,
                     logging_level=logging.WARNING,

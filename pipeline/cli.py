@@ -13,10 +13,15 @@ import sys
 
 # One module per top-level command, in the order of the data flow (files → models).
 COMMAND_MODULES = [
+    "pipeline.cli_run",
     "pipeline.cli_ingest",
     "pipeline.cli_extract",
     "pipeline.cli_models",
     "pipeline.cli_ratings",
+    "pipeline.cli_aggregate",
+    "pipeline.cli_train",
+    "pipeline.cli_report",
+    "pipeline.cli_estimate",
 ]
 
 

@@ -263,7 +263,9 @@ def run_extract(
                     submit(state, part)
                 elif part.stop - part.start > 1:
                     state.parts.remove(part)
-                    singles = [Part(part.games_file, r, r + 1) for r in range(part.start, part.stop)]
+                    singles = [
+                        Part(part.games_file, r, r + 1) for r in range(part.start, part.stop)
+                    ]
                     state.parts.extend(singles)
                     for single in singles:
                         submit(state, single)
@@ -276,13 +278,17 @@ def run_extract(
                 state.results[part] = result
                 stats.add(result)
                 progress.update(part.stop - part.start)
-                progress.set_postfix(pos_s=f"{stats.positions / (time.perf_counter() - started):.0f}")
+                progress.set_postfix(
+                    pos_s=f"{stats.positions / (time.perf_counter() - started):.0f}"
+                )
             if any(s is state for s, _ in in_flight.values()) or not state.complete:
                 continue
             meta = commit_chunk(store, state, config)
             stats.games += state.chunk.part.stop - state.chunk.part.start
             for q in state.quarantined + [r.quarantine for r in state.results.values()]:
-                stats.quarantined += q.select(["games_file", "row", "game_id", "reason"]).to_pylist()
+                stats.quarantined += q.select(
+                    ["games_file", "row", "game_id", "reason"]
+                ).to_pylist()
             commits += 1
             log.debug("committed chunk %s: %s", state.chunk.chunk_id, meta)
             if crash_after and commits >= crash_after:

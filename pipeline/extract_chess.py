@@ -139,9 +139,9 @@ class ChessNetStep:
         for net in self.config.imitation_nets:
             policy = policy_over_legal(outputs[net.name]["policy"], pos)
             result.prior[net.name] = policy.played_prob.astype(np.float32)
-            result.logprior[net.name] = np.maximum(
-                policy.played_logprob, LOG_PRIOR_FLOOR
-            ).astype(np.float32)
+            result.logprior[net.name] = np.maximum(policy.played_logprob, LOG_PRIOR_FLOOR).astype(
+                np.float32
+            )
             result.top1[net.name] = policy.top1_is_played.astype(bool)
             if net.name == el_net:
                 dense = csr_to_dense(policy.probs.astype(np.float32), pos.legal_offsets, fill=0.0)

@@ -109,7 +109,9 @@ class ExtractConfig:
         for net in self.imitation_nets:
             if net.name == name:
                 return net
-        raise ConfigError(f"no imitation net named {name!r} in {[n.name for n in self.imitation_nets]}")
+        raise ConfigError(
+            f"no imitation net named {name!r} in {[n.name for n in self.imitation_nets]}"
+        )
 
     def validate(self) -> ExtractConfig:
         """Raise :class:`ConfigError` on anything inconsistent; return self for chaining."""
@@ -150,7 +152,9 @@ class ExtractConfig:
         if el.net is not None:
             self.imitation(el.net)
             if not 0 < el.prior_share <= 1:
-                raise ConfigError(f"expected_loss.prior_share must be in (0, 1], got {el.prior_share!r}")
+                raise ConfigError(
+                    f"expected_loss.prior_share must be in (0, 1], got {el.prior_share!r}"
+                )
             if el.max_moves < 1:
                 raise ConfigError(f"expected_loss.max_moves must be ≥ 1, got {el.max_moves!r}")
         if self.games_per_chunk < 1 or self.max_in_flight < 1:
@@ -211,7 +215,10 @@ def config_from_dict(raw: dict[str, Any]) -> ExtractConfig:
         expected = ExpectedLossConfig(**(raw.pop("expected_loss", None) or {}))
         imitation = _net_list(raw.pop("imitation_nets", None), "imitation_nets")
         strength = _net_list(raw.pop("strength_nets", None), "strength_nets")
-        batch_sizes = {**ExtractConfig(game="chess").batch_sizes, **(raw.pop("batch_sizes", None) or {})}
+        batch_sizes = {
+            **ExtractConfig(game="chess").batch_sizes,
+            **(raw.pop("batch_sizes", None) or {}),
+        }
         config = ExtractConfig(
             imitation_nets=imitation,
             strength_nets=strength,

@@ -131,7 +131,11 @@ class GoNetStep:
             key = (net.model, net.profile)
             if key not in self.jobs:
                 renames = {"meta": f"meta:{net.profile}"} if net.profile else {}
-                outputs = ("sscore",) if net in config.strength_nets else ("policy", "value", "misc", "ownership")
+                outputs = (
+                    ("sscore",)
+                    if net in config.strength_nets
+                    else ("policy", "value", "misc", "ownership")
+                )
                 self.jobs[key] = NetJob(f"{net.model}#{net.profile}", net.model, outputs, renames)
         # HumanSL profiles: KataGo's metadata row, which depends on the side to move.
         self.meta_rows = {
@@ -173,7 +177,9 @@ class GoNetStep:
             job = self.jobs[(net.model, net.profile)]
             if job.key not in post_cache:
                 meta = self.bank.nets[net.model].meta
-                post_cache[job.key] = postprocess(outputs[job.key], pos.legal, pos.black_to_move, meta)
+                post_cache[job.key] = postprocess(
+                    outputs[job.key], pos.legal, pos.black_to_move, meta
+                )
             policy = post_cache[job.key].policy[moves]  # (M, 362)
             prior = policy[np.arange(len(moves)), played]
             result.prior[net.name] = prior.astype(np.float32)
@@ -184,7 +190,9 @@ class GoNetStep:
             result.top1[net.name] = np.argmax(policy, axis=1) == played
         for net in self.config.strength_nets:
             job = self.jobs[(net.model, net.profile)]
-            result.sscore[net.name] = outputs[job.key]["sscore"][moves].reshape(-1).astype(np.float32)
+            result.sscore[net.name] = (
+                outputs[job.key]["sscore"][moves].reshape(-1).astype(np.float32)
+            )
         value_job = self.jobs[(self.config.value.model, None)]
         if value_job.key not in post_cache:
             meta = self.bank.nets[self.config.value.model].meta

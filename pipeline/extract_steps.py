@@ -75,7 +75,9 @@ def read_games_rows(games_root: str | Path, part: Part) -> pa.Table:
     """The games rows of ``part`` with the partition columns restored from the path."""
     path = Path(games_root) / part.games_file
     try:
-        table = pq.read_table(path, columns=[c for c in GAMES_COLUMNS if c not in ("game", "source", "month")])
+        table = pq.read_table(
+            path, columns=[c for c in GAMES_COLUMNS if c not in ("game", "source", "month")]
+        )
     except (OSError, pa.ArrowInvalid) as exc:
         raise GamesTableError(f"cannot read games file {str(path)!r}: {exc}") from exc
     table = table.slice(part.start, part.stop - part.start)
@@ -98,9 +100,7 @@ def encode(config: ExtractConfig, games: pa.Table) -> Any:
     return encode_go(games, config)
 
 
-def quarantine_rows(
-    games: pa.Table, part: Part, rows: dict[int, str], error_type: str
-) -> pa.Table:
+def quarantine_rows(games: pa.Table, part: Part, rows: dict[int, str], error_type: str) -> pa.Table:
     """Quarantine table rows for games ``rows`` (row in the part → reason)."""
     idx = sorted(rows)
     take = games.take(pa.array(idx, pa.int64())) if idx else games.slice(0, 0)

@@ -86,6 +86,8 @@ class RunStats:
     committed_before: int = 0
     committed_now: int = 0
     games_read_now: int = 0
+    task_cpu_s: float = 0.0  # CPU seconds the tasks of this run spent (read, select, commit)
+    driver_cpu_s: float = 0.0  # CPU seconds of the driver (streaming, cutting, scheduling)
     failed: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -103,8 +105,9 @@ def read_chunk(game: str, item: WorkItem) -> ChunkResult:
 def process_chunk(
     game: str, item: WorkItem, rules: SelectionRules, out_dir: Path
 ) -> dict[str, Any]:
-    """Read, select and commit one chunk; return the marker's meta (counts of this chunk)."""
-    started = time.perf_counter()
+    """Read, select and commit one chunk; return the marker's meta (counts of this chunk) plus
+    the commit's CPU seconds."""
+    started, cpu_started = time.perf_counter(), time.process_time()
     result = read_chunk(game, item)
     kept, rejected = apply_selection(result.games, rules)
     reasons = Counter(result.quarantine.column("error_type").to_pylist())
@@ -118,6 +121,7 @@ def process_chunk(
         "quarantine_reasons": dict(sorted(reasons.items())),
         "stream_error": item.stream_error,
         "seconds": round(time.perf_counter() - started, 3),
+        "cpu_s": round(time.process_time() - cpu_started, 3),  # read + select, before commit
     }
     accounted = meta["kept"] + sum(rejected.values()) + meta["quarantined"]
     if accounted != meta["games_read"]:
@@ -126,8 +130,9 @@ def process_chunk(
             f"{meta['games_read']} ≠ kept + rejected + quarantined = {accounted}"
         )
     store = ChunkStore(out_dir, PARTITION_COLUMNS)
+    committing = time.process_time()
     store.commit(item.chunk.chunk_id, {"": kept, QUARANTINE_TABLE: result.quarantine}, meta)
-    return meta
+    return meta | {"commit_cpu_s": time.process_time() - committing}
 
 
 # -- planning -------------------------------------------------------------------------------
@@ -223,6 +228,11 @@ def build_summary(
             "games_per_s": round(rate, 1),
             "cpus": num_cpus,
             "games_per_s_per_cpu": round(rate / num_cpus, 1) if num_cpus else None,
+            "task_cpu_s": round(stats.task_cpu_s, 3),
+            "games_per_task_cpu_s": (
+                round(stats.games_read_now / stats.task_cpu_s, 1) if stats.task_cpu_s else None
+            ),
+            "driver_cpu_s": round(stats.driver_cpu_s, 3),
         },
     }
 
@@ -244,7 +254,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         f"({summary['chunks']['committed_this_run']} this run, "
         f"{len(summary['chunks']['failed'])} failed)",
         f"  this run: {run['games_read']:,} games in {run['wall_s']:.1f} s = "
-        f"{run['games_per_s']:,.0f} games/s on {run['cpus']:g} CPUs",
+        f"{run['games_per_s']:,.0f} games/s on {run['cpus']:g} CPUs; reading took "
+        f"{run['task_cpu_s']:.1f} CPU s = {run['games_per_task_cpu_s'] or 0:,.0f} games per CPU s",
     ]
     lines += [f"  error: {message}" for message in summary["file_errors"]]
     lines += [f"  failed chunk {f['chunk_id']}: {f['error']}" for f in summary["chunks"]["failed"]]
@@ -281,6 +292,7 @@ def run_ingest(config: IngestConfig) -> dict[str, Any]:
     stats = RunStats()
     with RayChunkRunner(address=config.address, num_cpus=config.num_cpus) as runner:
         started = time.perf_counter()  # throughput excludes Ray's start-up (~5-10 s)
+        driver_cpu = time.process_time()
         removed = store.clean_partial()
         if removed:
             logger.info("removed %d files of chunks a previous run left unfinished", removed)
@@ -316,10 +328,12 @@ def run_ingest(config: IngestConfig) -> dict[str, Any]:
                 continue
             stats.committed_now += 1
             stats.games_read_now += outcome["games_read"]
+            stats.task_cpu_s += outcome["cpu_s"] + outcome["commit_cpu_s"]
             progress.update(outcome["games_read"])
         progress.close()
         num_cpus = runner.num_cpus
         wall_s = time.perf_counter() - started
+        stats.driver_cpu_s = time.process_time() - driver_cpu
     summary = build_summary(config, store, stats, wall_s, num_cpus)
     write_summary(config.out_dir, summary)
     if not summary["invariant"]["holds"]:

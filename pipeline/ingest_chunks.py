@@ -101,9 +101,7 @@ def raw_excerpt(data: bytes) -> str:
 
 def quarantine_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Build a QUARANTINE_SCHEMA table from dicts (missing optional keys become null)."""
-    columns = {
-        field.name: [row.get(field.name) for row in rows] for field in QUARANTINE_SCHEMA
-    }
+    columns = {field.name: [row.get(field.name) for row in rows] for field in QUARANTINE_SCHEMA}
     return pa.table(columns, schema=QUARANTINE_SCHEMA)
 
 

@@ -39,7 +39,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import rust_pgn_reader_python_binding as rust_pgn
 
-from pipeline.compressed_streams import CorruptStreamError, TruncatedStreamError, iter_blocks
+from pipeline.compressed_streams import (
+    CorruptStreamError,
+    TruncatedStreamError,
+    iter_blocks,
+    sniff_compression,
+)
 from pipeline.games_schema import GAMES_SCHEMA
 from pipeline.ingest_chunks import (
     Chunk,
@@ -188,7 +193,7 @@ def _not_pgn_reason(head: bytes) -> str | None:
     if b"\x00" in head[:SNIFF_BYTES]:
         return "contains NUL bytes (binary data)"
     text = head.removeprefix(_BOM).lstrip(_WHITESPACE)
-    if text and text[:1] not in [bytes([b]) for b in _PGN_FIRST_BYTES]:
+    if text and text[0] not in _PGN_FIRST_BYTES:
         return f"starts with {text[:32]!r}, not a tag or a move"
     return None
 
@@ -225,7 +230,7 @@ def stream_chunks(path: str | Path, *, games_per_chunk: int) -> Iterator[PgnPiec
                     yield PgnPiece(Chunk(GAME, source_file, 0, locator), block[:4096], error)
                     return
                 stripped = block.removeprefix(_BOM).lstrip(_WHITESPACE)
-                base = len(block) - len(stripped)
+                base += len(block) - len(stripped)
                 block = stripped
                 started = bool(block)
                 if not started:
@@ -239,9 +244,9 @@ def stream_chunks(path: str | Path, *, games_per_chunk: int) -> Iterator[PgnPiec
             while len(found) >= games_per_chunk:
                 cut = found[games_per_chunk - 1]
                 locator = _locator(base, base + cut, first_game, games_per_chunk, "ok")
-                yield PgnPiece(
-                    Chunk(GAME, source_file, chunk_index, locator), bytes(buf[:cut]), None
-                )
+                with memoryview(buf) as view:
+                    data = bytes(view[:cut])
+                yield PgnPiece(Chunk(GAME, source_file, chunk_index, locator), data, None)
                 del buf[:cut]
                 found = [p - cut for p in found[games_per_chunk:]]
                 base += cut
@@ -277,6 +282,10 @@ def load_chunk_bytes(chunk: Chunk) -> tuple[bytes, str | None]:
     if status == "not-pgn":
         for piece in stream_chunks(chunk.source_file, games_per_chunk=1):
             return piece.data, piece.stream_error
+    if status == "ok" and sniff_compression(chunk.source_file) == "plain":
+        with open(chunk.source_file, "rb") as handle:
+            handle.seek(start)
+            return handle.read(end - start), None
     out = bytearray()
     position = 0
     error = None
@@ -314,8 +323,6 @@ def _tag_columns(texts: _GameTexts, names: Sequence[str]) -> dict[str, pa.Array]
     """
     n = len(texts)
     buf = np.frombuffer(texts.data, dtype=np.uint8)
-    if len(buf) < _KEY_BYTES + 2:
-        buf = np.frombuffer(texts.data.ljust(_KEY_BYTES + 2, b"\n"), dtype=np.uint8)
     newlines = np.flatnonzero(buf == 10)
     line_starts = np.concatenate(([0], newlines + 1))
     line_starts = line_starts[line_starts < len(buf)]
@@ -327,9 +334,10 @@ def _tag_columns(texts: _GameTexts, names: Sequence[str]) -> dict[str, pa.Array]
     well_formed = (buf[np.maximum(line_ends - 1, 0)] == ord("]")) & (
         buf[np.maximum(line_ends - 2, 0)] == ord('"')
     )
+    if len(line_starts) and line_starts[-1] + 1 + _KEY_BYTES > len(buf):
+        buf = np.concatenate([buf, np.zeros(_KEY_BYTES, dtype=np.uint8)])  # a tag at the very end
     windows = np.lib.stride_tricks.sliding_window_view(buf, _KEY_BYTES)
-    first = np.minimum(line_starts + 1, len(windows) - 1)
-    words = np.ascontiguousarray(windows[first]).view(np.uint64)  # (L, 2)
+    words = np.ascontiguousarray(windows[line_starts + 1]).view(np.uint64)  # (L, 2)
     game_of_line = np.searchsorted(texts.offsets, line_starts, side="right") - 1
     out: dict[str, pa.Array] = {}
     for name in names:

@@ -47,7 +47,13 @@ USER_REGISTRY_NAME = "registry.yaml"
 LOADERS = {
     "lc0": ("pipeline.lc0_net", "load_lc0_net"),
     "katago": ("pipeline.katago_net", "load_katago_net"),
+    "kibitz-sscore": ("pipeline.model_export", "load_sscore_net"),
+    "kibitz-go-policy": ("pipeline.model_export", "load_go_policy_net"),
+    "kibitz": ("pipeline.model_export", "load_kibitz_net"),  # a model.kibitz.pt given by path
 }
+# Nets Kibitz trains and ships in the repository (``kibitz train … --register``), read after the
+# built-in registry and before the models directory's own registry.yaml.
+PROJECT_MODELS_DIR = settings.REPO_ROOT / "models"
 GAMES = ("chess", "go")
 _REQUIRED_KEYS = ("name", "game", "format", "path", "sha256")
 _HASH_CHUNK = 1 << 20
@@ -142,6 +148,10 @@ def list_models(*, models_dir: Path | None = None) -> list[ModelEntry]:
     by_name: dict[str, ModelEntry] = {}
     for entry in _read_registry(BUILTIN_REGISTRY, models_dir=root, source="built-in"):
         by_name[entry.name] = entry
+    project_file = PROJECT_MODELS_DIR / USER_REGISTRY_NAME
+    if project_file.is_file() and PROJECT_MODELS_DIR.resolve() != root:
+        for entry in _read_registry(project_file, models_dir=PROJECT_MODELS_DIR, source="project"):
+            by_name[entry.name] = entry
     user_file = root / USER_REGISTRY_NAME
     if user_file.is_file():
         for entry in _read_registry(user_file, models_dir=root, source=str(user_file)):
@@ -209,6 +219,8 @@ def _format_for_path(path: Path) -> str:
         return "lc0"
     if name.endswith((".bin.gz", ".bin")):
         return "katago"
+    if name.endswith(".kibitz.pt"):
+        return "kibitz"
     raise ModelNotFoundError(
         f"cannot tell the net format of {str(path)!r}: expected an Lc0 .pb.gz or a KataGo .bin.gz"
     )

@@ -84,7 +84,9 @@ class NetBank:
                 max_batch=batch_size,
                 num_threads=threads if self.device == "cpu" else None,
             )
-        log.info("net bank on %s: %s (%s, batch %d)", self.device, list(self.nets), backend, batch_size)
+        log.info(
+            "net bank on %s: %s (%s, batch %d)", self.device, list(self.nets), backend, batch_size
+        )
 
     def run(
         self, jobs: list[NetJob], source: InputSource, n: int
@@ -101,7 +103,9 @@ class NetBank:
             inputs = source(start, stop)
             for job in jobs:
                 evaluator = self.evaluators[job.model]
-                feed = {name: inputs[job.inputs_from.get(name, name)] for name in evaluator.input_names}
+                feed = {
+                    name: inputs[job.inputs_from.get(name, name)] for name in evaluator.input_names
+                }
                 t0 = time.perf_counter()
                 result = evaluator(feed)
                 dt = time.perf_counter() - t0
@@ -111,6 +115,4 @@ class NetBank:
                 self.timer.positions += stop - start
                 for o in job.outputs:
                     parts[job.key][o].append(np.asarray(result[o]))
-        return {
-            key: {o: np.concatenate(v) for o, v in outs.items()} for key, outs in parts.items()
-        }
+        return {key: {o: np.concatenate(v) for o, v in outs.items()} for key, outs in parts.items()}

@@ -106,9 +106,7 @@ class StockfishEvaluator:
 
     def _start(self) -> None:
         self._engine = chess.engine.SimpleEngine.popen_uci(self.binary)
-        self._engine.configure(
-            {"Threads": 1, "Hash": self.settings.hash_mb, "UCI_ShowWDL": True}
-        )
+        self._engine.configure({"Threads": 1, "Hash": self.settings.hash_mb, "UCI_ShowWDL": True})
 
     def _restart(self) -> None:
         if self._engine is not None:
@@ -144,7 +142,11 @@ class StockfishEvaluator:
                 self._restart()
                 try:
                     w = self._search(board)
-                except (chess.engine.EngineError, chess.engine.EngineTerminatedError, OSError) as e2:
+                except (
+                    chess.engine.EngineError,
+                    chess.engine.EngineTerminatedError,
+                    OSError,
+                ) as e2:
                     self._restart()
                     raise StockfishError(f"Stockfish failed twice on {fen!r}: {e2}") from e2
             self.searches += 1

@@ -17,6 +17,7 @@ Run: ``python -c "from pipeline.tracking import default_tracking_uri; print(defa
 
 from __future__ import annotations
 
+import functools
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -42,6 +43,7 @@ def default_tracking_uri(out_dir: Path) -> str:
     return f"{_SQLITE_PREFIX}{out_dir / 'mlflow.db'}"
 
 
+@functools.lru_cache(maxsize=64)  # a client per call costs ~1 s (store set-up) per child run
 def _experiment_id(experiment: str, tracking_uri: str) -> str:
     """Find or create ``experiment``; embedded stores keep artifacts beside their database.
 

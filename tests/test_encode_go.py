@@ -36,7 +36,7 @@ def reference(request):
     ref_dir = settings.reference_dir()
     records = [json.loads(line) for line in (ref_dir / records_name).read_text().splitlines()]
     tensors = np.load(ref_dir / tensors_name)
-    # Each record's position is the one before a final (dummy) pass by the side to move.
+    # Each record's position is the one before an appended pass by the side to move.
     games = [
         GoGameSpec(moves=[f"{c}:{m}" for c, m in r["moves"]] + [f"{r['to_move']}:pass"])
         for r in records

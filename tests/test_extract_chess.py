@@ -101,7 +101,7 @@ def test_prior_matches_the_evaluator_directly(extracted):
 
 
 def test_expected_loss_is_the_prior_weighted_mean(extracted):
-    config, games, work, nets, values, table = extracted
+    _config, _games, work, nets, values, table = extracted
     likely = nets.likely
     assert likely is not None and (likely.count >= 1).all() and (likely.count <= 3).all()
     # position 0 of game 0, by hand: evaluate each likely move's position with python-chess FENs
@@ -131,11 +131,29 @@ def test_clock_and_players_come_from_the_games_table(extracted):
 def test_duckdb_reads_the_partitioned_output(extracted, tmp_path):
     *_, table = extracted
     ChunkStore(tmp_path, PARTITION_COLUMNS).commit("c0", {"": table}, {})
-    n, games, month = duckdb.connect().execute(
-        f"select count(*), count(distinct game_id), any_value(month) from read_parquet("
-        f"'{tmp_path}/**/*.parquet', hive_partitioning = true)"
-    ).fetchall()[0]
+    n, games, month = (
+        duckdb.connect()
+        .execute(
+            f"select count(*), count(distinct game_id), any_value(month) from read_parquet("
+            f"'{tmp_path}/**/*.parquet', hive_partitioning = true)"
+        )
+        .fetchall()[0]
+    )
     assert (n, games, month) == (table.num_rows, 4, "2024-02")
+    # the staging view keeps the grain (game_id, ply) unique and every column of the contract
+    con = duckdb.connect()
+    con.execute(
+        f"create view features as select * from read_parquet('{tmp_path}/game=*/**/*.parquet',"
+        " hive_partitioning = true)"
+    )
+    sql = (settings.SQL_DIR / "staging" / "stg_moves.sql").read_text()
+    con.execute(f"create view stg_moves as {sql}")
+    cols = [r[0] for r in con.execute("describe stg_moves").fetchall()]
+    assert cols == table.schema.names
+    dupes = con.execute(
+        "select count(*) from (select game_id, ply from stg_moves group by all having count(*) > 1)"
+    ).fetchall()[0][0]
+    assert dupes == 0
 
 
 def test_a_mate_in_the_game_gives_the_clip_maximum():

@@ -33,7 +33,7 @@ import zstandard
 from pipeline import settings
 from pipeline.games_schema import GAMES_SCHEMA
 from pipeline.ingest import IngestConfig, run_ingest
-from pipeline.ingest_pgn import read_chunk, stream_chunks
+from pipeline.ingest_pgn import plan_chunks, read_chunk, stream_chunks
 from pipeline.selection import load_preset
 
 DATA = settings.data_dir() / "chess/lichess-2024-02-blitz"
@@ -77,7 +77,7 @@ def _python_chess_eval(node: chess.pgn.ChildNode) -> int | None:
 @pytest.fixture(scope="module")
 def ray_cluster() -> None:
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
 
 
 @pytest.fixture(scope="module")
@@ -232,6 +232,21 @@ def test_duckdb_reads_partitions_and_the_staging_view(ingested: dict[str, Any]) 
         f"from ({(settings.SQL_DIR / 'staging/stg_games.sql').read_text()})"
     ).fetchall()
     assert stats[0][:3] == (960, 960, 960) and str(stats[0][3]) == "2024-02-01"
+
+
+def test_plan_chunks_is_stable_and_read_chunk_rereads_its_slice() -> None:
+    chunks = plan_chunks([DATA / "candidating"], games_per_chunk=50)
+    assert len(chunks) == 24  # 8 files × (50 + 50 + 20 games)
+    assert [c.chunk_id for c in chunks] == [
+        c.chunk_id for c in plan_chunks([DATA / "candidating"], games_per_chunk=50)
+    ]
+    assert len({c.chunk_id for c in chunks}) == 24
+    third = chunks[2]
+    assert (third.chunk_index, third.locator[3:]) == (2, (100, 20, "ok"))
+    alone = read_chunk(third)  # re-streams the file up to its byte range
+    piece = list(stream_chunks(third.source_file, games_per_chunk=50))[2]
+    assert alone.games.equals(read_chunk(piece.chunk, piece.data).games)
+    assert alone.games.column("source_index").to_pylist() == list(range(100, 120))
 
 
 # -- bad input, each on its own -----------------------------------------------------------

@@ -42,7 +42,7 @@ def test_mate_and_stalemate_are_exact(engine):
     v = engine.evaluate_v([AFTER_MATE])
     # the mover who played Ra8# sees v_after = -v(position after) = the clip maximum
     assert -v[0] == pytest.approx(V_MAX, abs=1e-5)
-    assert V_MAX == pytest.approx(np.log((1 - 1e-4) / 1e-4))
+    assert pytest.approx(np.log((1 - 1e-4) / 1e-4)) == V_MAX
 
 
 def test_searched_values_are_sensible(engine):
@@ -54,9 +54,10 @@ def test_searched_values_are_sensible(engine):
 
 def test_same_fens_give_identical_values():
     fens = [START, UP_A_QUEEN, "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3"]
-    with StockfishEvaluator(StockfishSettings(nodes=500)) as a, StockfishEvaluator(
-        StockfishSettings(nodes=500)
-    ) as b:
+    with (
+        StockfishEvaluator(StockfishSettings(nodes=500)) as a,
+        StockfishEvaluator(StockfishSettings(nodes=500)) as b,
+    ):
         first = a.evaluate(fens)
         a._cache.clear()  # search again, in another order, on a used engine
         again = a.evaluate(fens[::-1])[::-1]

@@ -1,0 +1,176 @@
+"""End-to-end benchmark of ``kibitz extract`` on the candidating splits, with a baseline.
+
+    python bench/bench_extract.py                         # chess (960 games) and Go (1,100 games)
+    python bench/bench_extract.py --max-games 16 --nodes 500 --game chess     # a short run
+
+Prints, per game kind: positions/s end to end, seconds per stage, the nets' share of the net
+stage's wall time, and the ratio of the net stage to a baseline measured in the same run on a
+subset the way existing research tooling works (one game at a time, python-chess / a replay per
+position, one position per net call). Chess also prints Stockfish throughput with 1 and 2
+engines (medians over repeats).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import chess
+
+from pipeline import settings
+from pipeline.encode_chess import encode_games as encode_chess_games
+from pipeline.encode_go import encode_games as encode_go_games
+from pipeline.evaluator import make_evaluator
+from pipeline.extract import plan_chunks, run_extract
+from pipeline.extract_config import preset
+from pipeline.extract_steps import read_games_rows
+from pipeline.go_rules import GoGameSpec
+from pipeline.model_registry import load_net
+from pipeline.stockfish_eval import StockfishEvaluator, StockfishSettings
+
+SPLITS = {
+    "chess": settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "candidating",
+    "go": settings.data_dir() / "go" / "fox-selected" / "candidating",
+}
+
+
+def ingest(game: str, out: Path) -> Path:
+    subprocess.run(
+        ["kibitz", "ingest", game, str(SPLITS[game]), "--out", str(out), "--no-progress"],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def first_games(games_root: Path, config, n: int):
+    chunk = plan_chunks(games_root, config, max_games=n)[0]
+    return read_games_rows(games_root, chunk.part).to_pylist()
+
+
+def baseline_chess(games_root: Path, config, positions: int) -> float:
+    """Positions/s of 'one position per net call': board per position, 9 nets at batch 1."""
+    nets = [make_evaluator(load_net(n.model), num_threads=1) for n in config.imitation_nets]
+    done, t0 = 0, time.perf_counter()
+    for game in first_games(games_root, config, 4):
+        moves = game["moves"]
+        for ply in range(len(moves)):
+            planes = encode_chess_games([moves[: ply + 1]]).planes[ply : ply + 1]  # (1,112,8,8)
+            board = chess.Board()  # what the research scripts keep per position
+            for m in moves[:ply]:
+                board.push_uci(m)
+            for net in nets:
+                net({"planes": planes})
+            done += 1
+            if done >= positions:
+                return done / (time.perf_counter() - t0)
+    return done / (time.perf_counter() - t0)
+
+
+def baseline_go(games_root: Path, config, positions: int) -> float:
+    """Positions/s of one position per KataGo call, replaying the game for each position."""
+    net = make_evaluator(load_net(config.value.model), num_threads=1)
+    done, t0 = 0, time.perf_counter()
+    for game in first_games(games_root, config, 2):
+        moves = game["moves"]
+        for ply in range(len(moves)):
+            spec = GoGameSpec(moves=moves[: ply + 1], komi=game["komi"] or 6.5)
+            pos = encode_go_games([spec])
+            net({"spatial": pos.spatial[ply : ply + 1], "global": pos.global_[ply : ply + 1]})
+            done += 1
+            if done >= positions:
+                return done / (time.perf_counter() - t0)
+    return done / (time.perf_counter() - t0)
+
+
+def stockfish_scaling(games_root: Path, config, nodes: int, repeats: int = 3) -> dict[int, float]:
+    """Searches/s with 1 and 2 engines on the same FENs (each engine its own process)."""
+    fens = []
+    for game in first_games(games_root, config, 2):
+        board = chess.Board()
+        for m in game["moves"]:
+            fens.append(board.fen())
+            board.push_uci(m)
+    fens = fens[:120]
+    out = {}
+    for engines in (1, 2):
+        rates = []
+        for _ in range(repeats):
+            evals = [StockfishEvaluator(StockfishSettings(nodes=nodes)) for _ in range(engines)]
+            parts = [fens[i::engines] for i in range(engines)]
+            threads = [
+                threading.Thread(target=e.evaluate, args=(p,))
+                for e, p in zip(evals, parts, strict=True)
+            ]
+            t0 = time.perf_counter()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            rates.append(len(fens) / (time.perf_counter() - t0))
+            for e in evals:
+                e.close()
+        out[engines] = statistics.median(rates)
+    return out
+
+
+def bench(game: str, args: argparse.Namespace, work: Path) -> dict:
+    config = preset(game)
+    if args.nodes:
+        config.value.nodes = args.nodes
+    games_root = ingest(game, work / f"games-{game}")
+    summary = run_extract(
+        config, games_root, work / f"features-{game}", max_games=args.max_games,
+        num_cpus=args.num_cpus, show_progress=True,
+    )  # fmt: skip
+    run = summary["this_run"]
+    nets_stage_rate = run["positions"] / run["stage_s"]["nets"]
+    base = (baseline_chess if game == "chess" else baseline_go)(
+        games_root, config, args.baseline_positions
+    )
+    result = {
+        "game": game,
+        "games": run["games"],
+        "positions": run["positions"],
+        "wall_s": run["wall_s"],
+        "positions_per_s": run["positions_per_s"],
+        "stage_s": run["stage_s"],
+        "net_share_of_net_stage": run["net_share_of_net_stage"],
+        "net_stage_positions_per_s": round(nets_stage_rate, 1),
+        "baseline_net_stage_positions_per_s": round(base, 1),
+        "net_stage_ratio_vs_baseline": round(nets_stage_rate / base, 1),
+        "nets": [n.name for n in config.imitation_nets],
+    }
+    if game == "chess":
+        result["stockfish_nodes"] = config.value.nodes
+        result["stockfish_searches"] = run["stockfish_searches"]
+        result["stockfish_positions_per_s_by_engines"] = {
+            k: round(v, 1)
+            for k, v in stockfish_scaling(games_root, config, config.value.nodes).items()
+        }
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--game", choices=["chess", "go", "both"], default="both")
+    parser.add_argument("--max-games", type=int, default=None)
+    parser.add_argument("--nodes", type=int, default=None, help="Stockfish nodes (preset: 2000)")
+    parser.add_argument("--num-cpus", type=int, default=None)
+    parser.add_argument("--baseline-positions", type=int, default=60)
+    args = parser.parse_args()
+    games = ["chess", "go"] if args.game == "both" else [args.game]
+    with tempfile.TemporaryDirectory() as tmp:
+        for game in games:
+            result = bench(game, args, Path(tmp))
+            print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

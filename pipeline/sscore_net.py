@@ -1,0 +1,228 @@
+"""Kibitz's strength-score (s-score) net: a residual conv net with policy, value and score heads.
+
+The net of Chen, Shih & Wu (2025, "strength estimator") scores a (position, move) pair: the
+higher the s-score, the stronger the player who would choose that move there. Trained with a
+Bradley-Terry loss over rank groups (``pipeline/train_sscore.py``), the mean s-score of a
+player's moves orders players by strength. Like theirs, the net also has a policy head and a
+value head, trained as auxiliary tasks on the same trunk.
+
+How the move enters: the trunk sees the position only; the played move, given as a one-hot
+vector over the game's policy (``played``: chess (B, 1858) lc0 indices, Go (B, 362)), is turned
+into board planes (chess: from-square and to-square planes, Go: the stone's point and a pass
+flag) that are concatenated with the trunk's features at the score head. So the s-score is a
+function of (position, move) as in Chen et al.'s state-action input, while the policy head can
+never read the answer it is trained to predict; and one trunk pass could score any number of
+candidate moves.
+
+Inputs and outputs follow contract C4, so the evaluators, ONNX and TensorRT run it like any net
+(keep in sync with pipeline/extract_chess.py, which feeds ``played``)::
+
+    chess: ("planes", "played")            (B, 112, 8, 8), (B, 1858)
+    go:    ("spatial", "global", "played") (B, 22, 19, 19), (B, 19), (B, 362)
+    out:   ("sscore", "policy", "value")   (B, 1), (B, 1858 | 362) logits, (B, 1) tanh (mover)
+
+    python -c "from pipeline.sscore_net import SScoreNet, SScoreNetConfig; \
+        print(SScoreNet(SScoreNetConfig('chess')))"
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from pipeline import chess_spec, go_spec
+from pipeline.lc0_net import conv_policy_gather_index
+
+GAMES = ("chess", "go")
+CHESS_POLICY_PLANES = 80  # lc0's convolutional policy head: 80 move-type planes per square
+
+
+class SScoreConfigError(ValueError):
+    """An s-score net configuration that cannot be built."""
+
+
+@dataclass(frozen=True)
+class SScoreNetConfig:
+    """Shape of an s-score net; stored in every exported model's header."""
+
+    game: str  # "chess" | "go"
+    blocks: int = 6  # residual blocks in the trunk
+    channels: int = 64  # trunk width; 6 x 64 trains at a few hundred positions/s on 2 CPU cores
+    score_channels: int = 32  # width of the move-conditioned score head
+    value_hidden: int = 64
+
+    def validate(self) -> SScoreNetConfig:
+        if self.game not in GAMES:
+            raise SScoreConfigError(f"game must be one of {GAMES!r}, got {self.game!r}")
+        for name in ("blocks", "channels", "score_channels", "value_hidden"):
+            if int(getattr(self, name)) < 1:
+                raise SScoreConfigError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        return self
+
+    def to_dict(self) -> dict[str, int | str]:
+        return asdict(self)
+
+
+class ResidualBlock(nn.Module):
+    """conv-BN-ReLU-conv-BN plus skip, then ReLU (AlphaZero's block)."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(x + self.bn2(self.conv2(y)))
+
+
+class ResidualTrunk(nn.Module):
+    """Stem conv, optional global-input bias (Go), residual tower: (B, C_in, H, W) → (B, C, H, W)."""
+
+    def __init__(self, in_planes: int, global_inputs: int, blocks: int, channels: int) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(in_planes, channels, 3, padding=1, bias=False)
+        # Go's 19 global inputs (komi, pass history, rules) enter as a per-channel bias.
+        self.global_bias = nn.Linear(global_inputs, channels, bias=False) if global_inputs else None
+        self.stem_bn = nn.BatchNorm2d(channels)
+        self.blocks = nn.Sequential(*(ResidualBlock(channels) for _ in range(blocks)))
+
+    def forward(self, planes: torch.Tensor, global_: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.stem(planes)  # (B, C, H, W)
+        if self.global_bias is not None and global_ is not None:
+            x = x + self.global_bias(global_)[:, :, None, None]  # (B, C, 1, 1) broadcast
+        return self.blocks(torch.relu(self.stem_bn(x)))
+
+
+class ValueHead(nn.Module):
+    """Mean-pooled features → MLP → tanh: the game outcome from the side to move's view."""
+
+    def __init__(self, channels: int, hidden: int) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(channels, hidden)
+        self.fc2 = nn.Linear(hidden, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pooled = x.mean(dim=(2, 3))  # (B, C)
+        return torch.tanh(self.fc2(torch.relu(self.fc1(pooled))))  # (B, 1)
+
+
+class ScoreHead(nn.Module):
+    """Trunk features + move planes → two convs → mean/max pool (+ extra) → MLP → scalar."""
+
+    def __init__(self, channels: int, move_planes: int, width: int, extra: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels + move_planes, width, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.fc1 = nn.Linear(2 * width + extra, width)
+        self.fc2 = nn.Linear(width, 1)
+
+    def forward(
+        self, x: torch.Tensor, move: torch.Tensor, extra: torch.Tensor | None
+    ) -> torch.Tensor:
+        y = torch.relu(self.bn1(self.conv1(torch.cat([x, move], dim=1))))  # (B, S, H, W)
+        y = torch.relu(self.bn2(self.conv2(y)))  # (B, S, H, W)
+        pooled = [y.mean(dim=(2, 3)), y.amax(dim=(2, 3))]  # 2 x (B, S)
+        if extra is not None:
+            pooled.append(extra)  # (B, E)
+        return self.fc2(torch.relu(self.fc1(torch.cat(pooled, dim=1))))  # (B, 1)
+
+
+class SScoreNet(nn.Module):
+    """The s-score net for one game (contract C4); see the module docstring for I/O."""
+
+    output_names = ("sscore", "policy", "value")
+
+    def __init__(self, config: SScoreNetConfig) -> None:
+        super().__init__()
+        self.config = config.validate()
+        c = config.channels
+        if config.game == "chess":
+            self.board = 8
+            self.policy_size = chess_spec.POLICY_SIZE
+            self.trunk = ResidualTrunk(chess_spec.NUM_PLANES, 0, config.blocks, c)
+            self.policy_conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.policy_bn = nn.BatchNorm2d(c)
+            self.policy_conv2 = nn.Conv2d(c, CHESS_POLICY_PLANES, 3, padding=1)
+            gather = torch.from_numpy(conv_policy_gather_index().astype(np.int64))
+            self.register_buffer("policy_gather", gather, persistent=False)  # (1858,)
+            # played (B, 1858) @ move_table (1858, 128) = from-square and to-square planes.
+            table = np.zeros((self.policy_size, 2, 64), np.float32)
+            rows = np.arange(self.policy_size)
+            table[rows, 0, chess_spec.POLICY_FROM.astype(np.int64)] = 1.0
+            table[rows, 1, chess_spec.POLICY_TO.astype(np.int64)] = 1.0
+            self.register_buffer(
+                "move_table",
+                torch.from_numpy(table.reshape(self.policy_size, 128)),
+                persistent=False,
+            )
+            self.score = ScoreHead(c, 2, config.score_channels, extra=0)
+        else:
+            self.board = go_spec.NN_LEN
+            self.policy_size = go_spec.POLICY_SIZE
+            self.trunk = ResidualTrunk(go_spec.NUM_SPATIAL, go_spec.NUM_GLOBAL, config.blocks, c)
+            self.policy_conv1 = nn.Conv2d(c, c // 2, 1, bias=False)
+            self.policy_bn = nn.BatchNorm2d(c // 2)
+            self.policy_conv2 = nn.Conv2d(c // 2, 1, 1)
+            self.pass_fc = nn.Linear(c, 1)
+            self.score = ScoreHead(c, 1, config.score_channels, extra=1)  # extra: the pass flag
+        self.value = ValueHead(c, config.value_hidden)
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return (
+            ("planes", "played") if self.config.game == "chess" else ("spatial", "global", "played")
+        )
+
+    def example_inputs(self, batch: int) -> tuple[torch.Tensor, ...]:
+        """Real-shaped float32 inputs for ONNX export: empty-ish boards and a one-hot move."""
+        played = torch.zeros(batch, self.policy_size)
+        played[:, 0] = 1.0
+        if self.config.game == "chess":
+            return (torch.zeros(batch, chess_spec.NUM_PLANES, 8, 8), played)
+        spatial = torch.zeros(batch, go_spec.NUM_SPATIAL, self.board, self.board)
+        spatial[:, 0] = 1.0  # the on-board plane
+        return (spatial, torch.zeros(batch, go_spec.NUM_GLOBAL), played)
+
+    def _policy(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.policy_bn(self.policy_conv1(x)))
+        if self.config.game == "chess":
+            planes = self.policy_conv2(y).flatten(1)  # (B, 80 * 64)
+            return planes[:, self.policy_gather]  # (B, 1858)
+        board = self.policy_conv2(y).flatten(1)  # (B, 361)
+        return torch.cat([board, self.pass_fc(x.mean(dim=(2, 3)))], dim=1)  # (B, 362)
+
+    def _move_planes(self, played: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        b = played.shape[0]
+        if self.config.game == "chess":
+            return (played @ self.move_table).reshape(b, 2, 8, 8), None  # (B, 2, 8, 8)
+        n = self.board
+        board = played[:, : n * n].reshape(b, 1, n, n)  # (B, 1, 19, 19)
+        return board, played[:, n * n :]  # (B, 1) pass flag
+
+    def forward(
+        self, board: torch.Tensor, second: torch.Tensor, third: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Chess: (planes, played); Go: (spatial, global, played) — the order of input_names."""
+        if self.config.game == "chess":
+            x = self.trunk(board)  # (B, C, 8, 8)
+            played = second
+        else:
+            x = self.trunk(board, second)  # (B, C, 19, 19)
+            played = third
+        move, extra = self._move_planes(played)
+        return self.score(x, move, extra), self._policy(x), self.value(x)
+
+
+def build_sscore_net(config: SScoreNetConfig | dict) -> SScoreNet:
+    """A fresh net from a config or its dict (as stored in model headers)."""
+    if isinstance(config, dict):
+        config = SScoreNetConfig(**config)
+    return SScoreNet(config)

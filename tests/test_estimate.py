@@ -1,0 +1,97 @@
+"""`kibitz estimate` end to end on real games: real Maia nets, real Stockfish, real DuckDB,
+a meta-model trained here on a small real feature set, and a player with two real games."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from pipeline import settings
+from pipeline.aggregate import run_aggregate
+from pipeline.cli import main
+from pipeline.estimate import extract_in_process, write_features
+from pipeline.extract_config import config_from_dict
+from pipeline.ingest_pgn import plan_chunks, read_chunk
+
+SPLIT = settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "candidating"
+BANDS = ("1000-1200", "2000-2200")
+GAMES_PER_BAND = 10  # with the split below every band has ≥ 2 instances in each split
+PLAYER = "Richmankorter"  # two games in candidating/1000-1200
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+CONFIG = {
+    "game": "chess",
+    "imitation_nets": ["maia-1100", "maia-1900"],
+    # low: the test checks the path end to end, not Stockfish's strength
+    "value": {"evaluator": "stockfish", "nodes": 40},
+    "expected_loss": {"net": "maia-1100", "prior_share": 0.8, "max_moves": 2},
+}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """A meta-model trained on the features of the first games of two bands."""
+    root = tmp_path_factory.mktemp("estimate")
+    config = config_from_dict(CONFIG)
+    games = pa.concat_tables(
+        [
+            read_chunk(
+                plan_chunks([SPLIT / f"{band}.pgn.zst"], games_per_chunk=GAMES_PER_BAND)[0]
+            ).games
+            for band in BANDS
+        ]
+    )
+    features, dropped = extract_in_process(config, games)
+    assert dropped == 0
+    write_features(features, root / "features")
+    (root / "features" / "_config.yaml").write_text(
+        json.dumps({"config_hash": config.config_hash(), "config": config.to_dict()})
+    )
+    run_aggregate(root / "features", root / "aggregates")
+    code = main(
+        [
+            "train", "meta", "chess", "--aggregates", str(root / "aggregates"), "--out", str(root / "meta"),
+            "--n", "1,2", "--feature-sets", "full_dcloss,no_loss", "--split", "0.4,0.3,0.3",
+            "--train-draws", "50", "--eval-draws", "20",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    return root
+
+
+def test_estimate_prints_json_and_writes_report(trained: Path, capsys):
+    capsys.readouterr()
+    code = main(
+        [
+            "estimate", "chess", str(SPLIT / "1000-1200.pgn.zst"), "--player", PLAYER.lower(),
+            "--model", str(trained / "meta"), "--work", str(trained / "work"), "--json",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["player"] == PLAYER.lower()
+    assert out["games_found"] == 2 and out["games_used"] == 2
+    assert out["n_model"] == 2  # the trained n nearest to two games
+    assert out["feature_set"] == "full_dcloss"
+    assert out["rank_groups"] == list(BANDS)
+    assert out["rank_group"] in BANDS
+    assert out["rank_group"] == BANDS[out["rank_group_index"]]
+    assert out["band"] == list(BANDS)  # two groups: the ±1 band is both
+    assert out["rated_rank_groups"] == ["1000-1200"]
+    assert 40 < out["moves_used"] < 200
+    report = Path(out["report"])
+    assert report.is_file() and report.read_bytes()[:8] == PNG_MAGIC
+    assert report.stat().st_size > 20_000  # two drawn panels, not an empty canvas
+
+
+def test_estimate_names_a_missing_player(trained: Path):
+    with pytest.raises(SystemExit, match="no game of player 'nobody-here'"):
+        main(
+            [
+                "estimate", "chess", str(SPLIT / "1000-1200.pgn.zst"), "--player", "nobody-here",
+                "--model", str(trained / "meta"), "--work", str(trained / "work2"),
+            ]
+        )  # fmt: skip

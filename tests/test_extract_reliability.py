@@ -1,0 +1,189 @@
+"""Exactly-once and determinism of `kibitz extract` on real Ray, real nets, real Stockfish.
+
+Tiny on purpose (4 real games, one Maia net, 100 Stockfish nodes, one game per chunk): what is
+checked is that killed drivers, actors and engines and a two-node cluster all end with every
+game's moves present once and byte-identical features.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pytest
+import ray
+
+from pipeline import settings
+from pipeline.chunk_store import ChunkStore
+from pipeline.extract import CRASH_AFTER_ENV, plan_chunks, run_extract
+from pipeline.extract_chess import encode_chess
+from pipeline.extract_config import config_from_dict
+from pipeline.extract_steps import read_games_rows
+from pipeline.features_schema import PARTITION_COLUMNS
+from pipeline.ingest_pgn import plan_chunks as plan_pgn
+from pipeline.ingest_pgn import read_chunk
+
+CONFIG = {
+    "game": "chess",
+    "imitation_nets": ["maia-1100"],
+    "value": {"evaluator": "stockfish", "nodes": 100},
+    "expected_loss": {"net": "maia-1100", "max_moves": 2},
+    "games_per_chunk": 1,
+    "max_in_flight": 2,
+}
+
+
+def config():
+    return config_from_dict(dict(CONFIG))
+
+
+@pytest.fixture(scope="module")
+def games_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("games")
+    store = ChunkStore(root, PARTITION_COLUMNS)
+    split = settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "candidating"
+    for band in ("1000-1200", "2200-2400"):
+        chunk = plan_pgn([split / f"{band}.pgn.zst"], games_per_chunk=2)[0]
+        store.commit(chunk.chunk_id, {"": read_chunk(chunk).games}, {})
+    return root
+
+
+def read_features(out: Path) -> pa.Table:
+    table = ds.dataset(out, format="parquet", partitioning="hive", exclude_invalid_files=True)
+    files = [f for f in table.files if "/_" not in f.split(str(out))[1]]
+    t = ds.dataset(files, format="parquet", partitioning=ds.partitioning(flavor="hive")).to_table()
+    return t.sort_by([("game_id", "ascending"), ("ply", "ascending")])
+
+
+@pytest.fixture(scope="module")
+def baseline(games_root, tmp_path_factory) -> pa.Table:
+    out = tmp_path_factory.mktemp("baseline")
+    summary = run_extract(config(), games_root, out, num_cpus=2, show_progress=False)
+    assert summary["chunks"] == {"planned": 4, "committed": 4}
+    assert summary["quarantined_games"] == 0
+    return read_features(out)
+
+
+def assert_same(table: pa.Table, baseline: pa.Table) -> None:
+    keys = list(zip(table["game_id"].to_pylist(), table["ply"].to_pylist(), strict=True))
+    assert len(keys) == len(set(keys)), "a move is present twice"
+    assert table.num_rows == baseline.num_rows
+    for name in baseline.column_names:  # byte-equal, column by column
+        assert table[name].equals(baseline[name]), name
+
+
+def test_every_move_once(baseline, games_root):
+    expected = 0
+    for chunk in plan_chunks(games_root, config()):
+        expected += sum(read_games_rows(games_root, chunk.part)["num_plies"].to_pylist())
+    assert baseline.num_rows == expected
+    assert baseline.schema.field("loss").type == pa.float32()
+
+
+@pytest.mark.slow
+def test_killed_driver_resumes_exactly_once(games_root, baseline, tmp_path):
+    out = tmp_path / "features"
+    code = (
+        "import sys; from pathlib import Path; from pipeline.extract import run_extract;"
+        "from pipeline.extract_config import config_from_dict;"
+        f"run_extract(config_from_dict({CONFIG!r}), Path({str(games_root)!r}), Path({str(out)!r}),"
+        " num_cpus=2, show_progress=False)"
+    )
+    env = {**os.environ, CRASH_AFTER_ENV: "2"}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=600)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    assert len(ChunkStore(out, PARTITION_COLUMNS).done_ids()) == 2
+    # a half-written file of a chunk without a marker, as a kill during commit leaves it
+    stray = (
+        out / "game=chess" / "source=lichess" / "month=2024-02" / "part-deadbeefdeadbeef.parquet"
+    )
+    stray.write_bytes(b"PAR1 torn")
+    summary = run_extract(config(), games_root, out, num_cpus=2, show_progress=False)
+    assert summary["this_run"]["games"] == 2  # only the two missing chunks were redone
+    assert not stray.exists()
+    assert_same(read_features(out), baseline)
+
+
+@pytest.mark.slow
+def test_killed_actor_and_engine_are_retried(games_root, baseline):
+    from actors.extract_runner import RAY_ERRORS, ExtractRunner
+
+    chunks = plan_chunks(games_root, config())
+    with ExtractRunner(config(), str(games_root), num_cpus=2) as runner:
+        part = chunks[0].part
+        expected = runner.get(runner.submit(part)).features
+        ref = runner.submit(chunks[1].part)
+        ray.kill(runner.evaluators[0], no_restart=False)  # the net actor dies mid-batch
+        with pytest.raises(RAY_ERRORS):
+            runner.get(ref)
+        again = runner.get(runner.submit(chunks[1].part)).features  # restarted by Ray
+        _, engine_pid = ray.get(runner.pool.actors[0].pids.remote())
+        os.kill(engine_pid, signal.SIGKILL)  # Stockfish dies: restarted inside the actor
+        time.sleep(0.2)
+        after_engine = runner.get(runner.submit(chunks[2].part)).features  # new positions
+        assert ray.get(runner.pool.actors[0].pids.remote())[1] != engine_pid
+    for table in (expected, again, after_engine):
+        ids = pa.array(set(table["game_id"].to_pylist()))
+        assert_same(table, baseline.filter(pa.compute.is_in(baseline["game_id"], ids)))
+
+
+def test_an_unreadable_game_is_quarantined_with_its_reason(games_root):
+    games = read_games_rows(games_root, plan_chunks(games_root, config())[0].part)
+    moves = games["moves"][0].as_py()
+    field = games.schema.field("moves")
+    bad_moves = pa.array([[*moves[:5], "e1e8"]], field.type)
+    bad = games.set_column(games.schema.get_field_index("moves"), field, bad_moves)
+    work = encode_chess(pa.concat_tables([bad, games]))
+    assert list(work.failed) == [0] and "illegal move 'e1e8' at ply 5" in work.failed[0]
+    assert set(work.positions.game_index.tolist()) == {1}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_two_node_cluster_gives_the_same_features(games_root, baseline, tmp_path):
+    """A head and a worker started with `ray start` on loopback, 1 CPU each.
+
+    The nodes run with ``--block`` in their own process group and are stopped by signalling
+    that group, not with ``ray stop --force``, which would also stop every other Ray on the host.
+    """
+    port = _free_port()
+    start = ["ray", "start", "--num-cpus", "1", "--disable-usage-stats", "--block"]
+    head = [*start, "--head", "--port", str(port), "--node-ip-address", "127.0.0.1",
+            "--include-dashboard", "false"]  # fmt: skip
+    worker = [*start, "--address", f"127.0.0.1:{port}", "--node-ip-address", "127.0.0.1"]
+    nodes = [subprocess.Popen(head, start_new_session=True, stdout=subprocess.DEVNULL)]
+    try:
+        time.sleep(5)
+        nodes.append(subprocess.Popen(worker, start_new_session=True, stdout=subprocess.DEVNULL))
+        ray.init(address=f"127.0.0.1:{port}", configure_logging=False, log_to_driver=False)
+        deadline = time.time() + 120
+        while sum(n["Alive"] for n in ray.nodes()) < 2 and time.time() < deadline:
+            time.sleep(1)
+        assert sum(n["Alive"] for n in ray.nodes()) == 2
+        out = tmp_path / "features"
+        summary = run_extract(config(), games_root, out, show_progress=False)
+        assert summary["chunks"]["committed"] == 4
+    finally:
+        ray.shutdown()
+        for node in reversed(nodes):
+            os.killpg(node.pid, signal.SIGTERM)
+            node.wait(timeout=60)
+        # `ray start --head` records itself for later `ray.init()` calls; a killed head leaves
+        # the record behind and every later embedded run would try to join the dead cluster
+        record = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        if record.is_file() and record.read_text().strip().endswith(f":{port}"):
+            record.unlink()
+    assert_same(read_features(out), baseline)

@@ -1,0 +1,186 @@
+"""Meta-models: learnable structure gives high accuracy, random labels give chance, the Chen
+baseline matches a hand computation, and `kibitz train meta` tracks parent + child MLflow runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pyarrow as pa
+import pytest
+from synthetic_features import synthetic_features, write_features
+
+from pipeline.aggregate import run_aggregate
+from pipeline.cli import main
+from pipeline.data_split import EVALUATION, TRAIN
+from pipeline.meta_model import (
+    InstanceData,
+    MetaConfig,
+    chen_group_means,
+    chen_predict,
+    feature_set_columns,
+    round_to_group,
+    train_and_evaluate,
+)
+from pipeline.meta_train import load_meta_models
+
+COLUMNS = [
+    "prior_maia_1100_geomean_all",
+    "prior_maia_1900_geomean_all",
+    "loss_mean_all",
+    "loss_c61_mean_all",
+    "sscore_net_mean_all",
+]
+
+
+def make_data(
+    labels: np.ndarray, features: np.ndarray, groups: int, split: np.ndarray
+) -> InstanceData:
+    n = labels.shape[0]
+    return InstanceData(
+        features=features,
+        columns=COLUMNS,
+        group=labels,
+        split=split,
+        unit=np.arange(n) // 8,  # 8 instances per "player"
+        game_id=np.array([f"g{i // 2}" for i in range(n)], dtype=object),
+        group_names=[f"g{k}" for k in range(groups)],
+    )
+
+
+def structured(signal: float, groups: int = 5, per_group: int = 400, seed: int = 0) -> InstanceData:
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(groups), per_group)
+    noise = rng.normal(size=(labels.size, len(COLUMNS)))
+    features = signal * labels[:, None] * np.array([0.3, 0.5, -0.4, -0.2, 0.6]) + noise
+    split = rng.choice([0, 1, 2], size=labels.size, p=[0.6, 0.2, 0.2]).astype(np.int8)
+    # a player unit (8 consecutive rows) must hold one group and one split: sort by both
+    order = np.lexsort((split, labels))
+    return make_data(labels[order], features[order], groups, split[order])
+
+
+CONFIG = MetaConfig(
+    ns=(5,),
+    feature_sets=("full", "no_sscore"),
+    train_draws_per_group=300,
+    validation_draws_per_group=100,
+    eval_draws_per_group=200,
+)
+
+
+def test_structured_groups_are_recovered():
+    result = train_and_evaluate(structured(signal=2.0), 5, CONFIG)
+    by = {(e.method, e.sampling): e for e in result.evaluations}
+    full = by[("full", "rank_group")]
+    assert full.samples == 5 * 200
+    assert full.accuracy > 0.85
+    assert full.accuracy_pm1 >= full.accuracy
+    assert full.accuracy_pm1 > 0.99
+    # dropping the most informative column costs accuracy
+    assert by[("no_sscore", "rank_group")].accuracy < full.accuracy
+    # the Chen baseline on one noisy column is worse than the model on all of them
+    chen = by[("chen_sscore_net", "rank_group")]
+    assert 0.2 < chen.accuracy < full.accuracy
+    # confusion matrix rows sum to the draws per group
+    np.testing.assert_array_equal(full.confusion().sum(axis=1), [200] * 5)
+    assert np.trace(full.confusion()) == round(full.accuracy * full.samples)
+    # the player-specific protocol ran on evaluation-split units with ≥ 5 instances
+    assert by[("full", "player")].samples > 0
+
+
+def test_random_labels_give_chance_accuracy():
+    result = train_and_evaluate(structured(signal=0.0), 5, CONFIG)
+    full = next(e for e in result.evaluations if e.method == "full" and e.sampling == "rank_group")
+    assert abs(full.accuracy - 1 / 5) < 0.08
+    # ±1 of a regressor that predicts the middle group: 3/5 of the groups are within one
+    assert full.accuracy_pm1 < 0.75
+
+
+def test_round_to_group():
+    raw = np.array([-0.7, 0.49, 0.51, 2.6, 10.0])
+    assert round_to_group(raw, 3).tolist() == [0, 0, 1, 2, 2]
+
+
+def test_chen_baseline_by_hand():
+    # training instances: group 0 s-scores 0 and 2 (mean 1), group 1: 3 and 5 (mean 4),
+    # group 2: 10 (mean 10); an evaluation instance must not enter the means
+    labels = np.array([0, 0, 1, 1, 2, 2])
+    features = np.zeros((6, len(COLUMNS)))
+    features[:, 4] = [0, 2, 3, 5, 10, 100]
+    split = np.array([TRAIN] * 5 + [EVALUATION], dtype=np.int8)
+    means = chen_group_means(make_data(labels, features, 3, split))
+    np.testing.assert_allclose(means["net"], [1.0, 4.0, 10.0])
+    # midpoints 2.5 and 7: 2.4 → 0, 2.6 → 1, 6.9 → 1, 7.1 → 2, −50 → 0; a tie goes to the weaker
+    got = chen_predict(np.array([2.4, 2.6, 6.9, 7.1, -50.0, 2.5]), means["net"])
+    assert got.tolist() == [0, 1, 1, 2, 0, 0]
+
+
+def test_feature_sets_pick_families():
+    assert feature_set_columns(COLUMNS, "full") == [
+        "prior_maia_1100_geomean_all", "prior_maia_1900_geomean_all", "loss_mean_all", "sscore_net_mean_all",
+    ]  # fmt: skip
+    assert "loss_c61_mean_all" in feature_set_columns(COLUMNS, "full_dcloss")
+    assert feature_set_columns(COLUMNS, "no_loss") == [
+        "prior_maia_1100_geomean_all", "prior_maia_1900_geomean_all", "sscore_net_mean_all",
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("meta")
+    table = synthetic_features(groups=4, games_per_group=60, seed=1)
+    write_features(table, root / "features")
+    run_aggregate(root / "features", root / "aggregates")
+    code = main(
+        [
+            "train", "meta", "chess", "--aggregates", str(root / "aggregates"), "--out", str(root / "out"),
+            "--n", "1,5", "--feature-sets", "full,no_loss", "--train-draws", "200", "--eval-draws", "100",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    return root / "out"
+
+
+def test_train_meta_tracks_parent_and_children(trained: Path):
+    manifest = json.loads((trained / "meta_models.json").read_text())
+    client = mlflow.MlflowClient(manifest["tracking_uri"])
+    experiment = client.get_experiment_by_name("kibitz-meta-chess")
+    runs = client.search_runs([experiment.experiment_id], max_results=200)
+    parent = [r for r in runs if r.info.run_id == manifest["mlflow_parent_run_id"]]
+    children = [
+        r for r in runs if r.data.tags.get("mlflow.parentRunId") == manifest["mlflow_parent_run_id"]
+    ]
+    assert len(parent) == 1
+    # (2 feature sets + 1 Chen baseline) × 2 n × 2 samplings
+    assert len(children) == 12
+    child = next(
+        r for r in children
+        if r.data.params["feature_set"] == "full" and r.data.params["n"] == "5"
+        and r.data.params["sampling"] == "rank_group"
+    )  # fmt: skip
+    assert child.data.params["split_hash"] == manifest["split_hash"]
+    assert 0.0 <= child.data.metrics["accuracy"] <= child.data.metrics["accuracy_pm1"] <= 1.0
+    artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
+    assert {"model", "plots"} <= artifacts
+    plots = {a.path for a in client.list_artifacts(child.info.run_id, "plots")}
+    assert any("confusion" in p for p in plots) and any("calibration" in p for p in plots)
+    # the parent holds the paper-shaped tables
+    tables = {a.path for a in client.list_artifacts(parent[0].info.run_id, "tables")}
+    assert "tables/table2_rank_group.md" in tables
+
+
+def test_saved_models_predict_like_training(trained: Path):
+    models = load_meta_models(trained)
+    assert models.group_names == ["1000-1200", "1200-1400", "1400-1600", "1600-1800"]
+    assert models.nearest_n(3) == 1 and models.nearest_n(4) == 5 and models.nearest_n(40) == 5
+    assert models.feature_set() == "full"
+    columns = models.manifest["columns"]
+    features = np.zeros((2, len(columns)))
+    raw, group = models.predict(features, columns, "full", 5)
+    assert raw.shape == (2,) and group.dtype == np.int64
+    table = pa.parquet.read_table(trained / "tables" / "results.parquet")
+    assert set(table["method"].to_pylist()) == {"full", "no_loss", "chen_sscore_sscore_test"}
+    text = (trained / "tables" / "table2_rank_group.md").read_text()
+    assert text.splitlines()[1] == "| method | n=1 | n=5 |"

@@ -1,0 +1,176 @@
+"""The s-score estimator: Bradley-Terry loss, grouped batches with r∞, shipped models and ONNX.
+
+Real data: the first games of each band / rank-group file of ../shared/data (train_real_games).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+import torch
+from train_real_games import chess_games, go_games
+
+from pipeline import model_registry
+from pipeline.encode_chess import encode_games
+from pipeline.sscore_batches import build_pool, eligible_instances, net_inputs, sample_batch
+from pipeline.sscore_eval import evaluate_sscore, rank_prediction_accuracy
+from pipeline.train_sscore import bradley_terry_loss, ordered_pair_share
+
+# Measured on the shipped models (docs/train.md, models/*/MODEL_CARD.md); see the tests below.
+SHIPPED_MIN_SPEARMAN = {"chess": 0.0, "go": 0.0}
+
+
+@pytest.fixture(scope="module")
+def chess_pool():
+    return build_pool(chess_games(10), "chess", positions_per_instance=12, seed=0)
+
+
+@pytest.fixture(scope="module")
+def go_pool():
+    return build_pool(go_games(4), "go", positions_per_instance=12, seed=0)
+
+
+def test_bradley_terry_loss_hand_computed():
+    # β = (0, 1, 2), weakest first: terms 0, log(1+e)−1, log(1+e+e²)−2, mean over the 3 ranks.
+    expected = (0.0 + (math.log(1 + math.e) - 1) + (math.log(1 + math.e + math.e**2) - 2)) / 3
+    loss = bradley_terry_loss(torch.tensor([[0.0, 1.0, 2.0]], dtype=torch.float64))
+    assert float(loss) == pytest.approx(expected, abs=1e-12)
+    assert float(loss) == pytest.approx(0.2402892, abs=1e-6)
+    # Equal scores: (0 + log 2 + log 3) / 3; two groups average.
+    equal = bradley_terry_loss(torch.zeros(2, 3, dtype=torch.float64))
+    assert float(equal) == pytest.approx((math.log(2) + math.log(3)) / 3, abs=1e-12)
+    # Reversed order costs more than the right order.
+    assert float(bradley_terry_loss(torch.tensor([[2.0, 1.0, 0.0]]))) > float(loss)
+
+
+def test_ordered_pair_share():
+    assert ordered_pair_share(np.array([[0.0, 1.0, 2.0]])) == 1.0
+    assert ordered_pair_share(np.array([[2.0, 1.0, 0.0]])) == 0.0
+    assert ordered_pair_share(np.array([[0.0, 2.0, 1.0]])) == pytest.approx(2 / 3)
+
+
+def test_pool_keeps_real_positions_sorted_by_instance(chess_pool):
+    pool = chess_pool
+    assert pool.planes.dtype == np.uint8 and pool.planes.shape[1:] == (112, 8, 8)
+    counts = pool.instance_counts
+    assert counts.max() <= 12 and counts.min() >= 1
+    # The played move is in each position's legal list at played_pos.
+    assert np.array_equal(pool.legal_index[pool.legal_offsets[:-1] + pool.played_pos], pool.played)
+    # An instance is one colour of one game: its plies all have the instance's parity.
+    parity = pool.ply % 2 == 1
+    assert np.array_equal(parity, pool.instance_black[pool.position_instance])
+    # Both rank labels of a chess instance are its band.
+    assert set(pool.instance_rank.tolist()) <= set(pool.rank_groups)
+    # Uint8 planes equal the encoder's float planes for the first instance's positions.
+    first_game = chess_games(10).slice(0, 1)
+    full = encode_games(first_game["moves"])
+    rows = np.arange(pool.instance_offsets[0], pool.instance_offsets[1])
+    np.testing.assert_array_equal(pool.planes[rows].astype(np.float32), full.planes[pool.ply[rows]])
+
+
+@pytest.mark.parametrize("game", ["chess", "go"])
+def test_batch_grouping_and_r_inf(game, chess_pool, go_pool):
+    pool = chess_pool if game == "chess" else go_pool
+    rng = np.random.default_rng(7)
+    r = len(pool.rank_groups)
+    for _ in range(5):
+        batch = sample_batch(pool, rng, groups=3, positions=4)
+        assert batch.rows.shape == (3, r + 1, 4)
+        inst = pool.position_instance[batch.rows]  # (G, R+1, P)
+        # P positions of a rank come from ONE player instance, and are distinct positions.
+        assert (inst == inst[:, :, :1]).all()
+        assert np.array_equal(inst, batch.instances)
+        assert all(len(set(row)) == 4 for row in batch.rows.reshape(-1, 4).tolist())
+        # Real ranks 1..R hold instances of rank groups 0..R-1 in order (weakest first).
+        groups = pool.instance_group[inst[:, 1:, 0]]
+        assert np.array_equal(groups, np.broadcast_to(np.arange(r), groups.shape))
+        # Real ranks show the played move.
+        assert np.array_equal(batch.moves[:, 1:], pool.played[batch.rows[:, 1:]])
+        # r∞: a legal move, never the played one unless it is the only legal move.
+        rows, moves = batch.rows[:, 0].reshape(-1), batch.moves[:, 0].reshape(-1)
+        for row, move in zip(rows.tolist(), moves.tolist(), strict=True):
+            legal = pool.legal_index[pool.legal_offsets[row] : pool.legal_offsets[row + 1]]
+            assert move in legal
+            assert move != pool.played[row] or len(legal) == 1
+        assert not batch.real[:, 0].any() and batch.real[:, 1:].all()
+    without = sample_batch(pool, rng, groups=2, positions=3, with_r_inf=False)
+    assert without.rows.shape == (2, r, 3) and without.real.all()
+
+
+def test_r_inf_moves_are_uniform_over_the_other_legal_moves(chess_pool):
+    from pipeline.sscore_batches import random_other_legal
+
+    pool = chess_pool
+    row = int(np.flatnonzero(pool.legal_counts == 20)[0])  # e.g. the start position: 20 moves
+    draws = random_other_legal(pool, np.full(19_000, row), np.random.default_rng(0))
+    legal = pool.legal_index[pool.legal_offsets[row] : pool.legal_offsets[row + 1]]
+    counts = np.array([(draws == m).sum() for m in legal])
+    assert counts[pool.played_pos[row]] == 0
+    others = np.delete(counts, pool.played_pos[row])
+    assert others.sum() == 19_000 and others.min() > 850 and others.max() < 1150  # 1000 expected
+
+
+def test_net_inputs_shapes(go_pool):
+    rows = np.arange(5)
+    spatial, global_, played = net_inputs(go_pool, rows, go_pool.played[rows])
+    assert (
+        spatial.shape == (5, 22, 19, 19) and global_.shape == (5, 19) and played.shape == (5, 362)
+    )
+    assert torch.equal(played.argmax(1), torch.from_numpy(go_pool.played[rows]))
+
+
+def test_rank_prediction_protocol_on_separated_scores():
+    # Three groups with well separated scores: prediction is exact; n=1 with overlap is not.
+    ref = np.array([0.0, 1.0, 2.0])
+    scores = np.concatenate([np.full(50, 0.0), np.full(50, 1.0), np.full(50, 2.0)])
+    groups = np.repeat(np.arange(3), 50)
+    exact, near = rank_prediction_accuracy(ref, scores, groups, ns=(1, 5), trials=100)
+    assert exact == {1: 100.0, 5: 100.0} and near == {1: 100.0, 5: 100.0}
+    noisy = scores + np.random.default_rng(0).normal(0, 1.0, scores.shape)
+    exact, near = rank_prediction_accuracy(ref, noisy, groups, ns=(1, 20), trials=400)
+    assert exact[1] < exact[20] and near[1] >= exact[1]
+
+
+@pytest.mark.parametrize("game", ["chess", "go"])
+def test_shipped_sscore_loads_and_orders_held_out_groups(game):
+    from pipeline.data_split import SplitConfig, assign_splits
+
+    entry = model_registry.resolve(f"kibitz-sscore-{game}")
+    assert entry.format == "kibitz-sscore" and entry.source == "project"
+    net = model_registry.load_net(f"kibitz-sscore-{game}")
+    games = chess_games(40) if game == "chess" else go_games(20)
+    held_out = np.asarray(assign_splits(games["game_id"].to_pylist(), SplitConfig())) != 0
+    ref = build_pool(games.filter(~held_out), game, positions_per_instance=16, seed=2)
+    ev = build_pool(games.filter(held_out), game, positions_per_instance=16, seed=3)
+    result = evaluate_sscore(net, ref, ev, trials=200)
+    assert result.spearman >= SHIPPED_MIN_SPEARMAN[game]
+
+
+@pytest.mark.parametrize("game", ["chess", "go"])
+def test_shipped_onnx_matches_torch(game, chess_pool, go_pool):
+    pool = chess_pool if game == "chess" else go_pool
+    entry = model_registry.resolve(f"kibitz-sscore-{game}")
+    net = model_registry.load_net(f"kibitz-sscore-{game}")
+    rows = np.arange(16)
+    inputs = net_inputs(pool, rows, pool.played[rows])
+    with torch.inference_mode():
+        expected = [t.numpy() for t in net(*inputs)]
+    session = ort.InferenceSession(
+        str(entry.file.parent / "model.onnx"), providers=["CPUExecutionProvider"]
+    )
+    got = session.run(
+        list(net.output_names), {n: t.numpy() for n, t in zip(net.input_names, inputs, strict=True)}
+    )
+    for name, a, b in zip(net.output_names, expected, got, strict=True):
+        np.testing.assert_allclose(b, a, atol=1e-4, rtol=1e-4, err_msg=name)
+
+
+def test_eligible_instances_grouped_by_rank(chess_pool):
+    ids, offsets = eligible_instances(chess_pool, 4)
+    for r in range(len(offsets) - 1):
+        members = ids[offsets[r] : offsets[r + 1]]
+        assert (chess_pool.instance_group[members] == r).all()
+        assert (chess_pool.instance_counts[members] >= 4).all()

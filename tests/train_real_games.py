@@ -1,0 +1,47 @@
+"""Small real game tables for the training tests: the first games of each rank group's file.
+
+Read straight from ../shared/data with the ingestion readers (no Ray), so the tests see the
+same rows ``kibitz ingest`` writes; missing data fails the tests (settings.data_dir()).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline import ingest_pgn, ingest_sgf, settings
+from pipeline.sscore_batches import CHESS_RANK_GROUPS, GO_RANK_GROUPS
+
+CHESS_DIR = "chess/lichess-2024-02-blitz/testing"
+GO_DIR = "go/fox-selected/testing"
+
+
+def _first_games(reader, path: Path, n: int) -> pa.Table:
+    if not path.is_file():
+        raise FileNotFoundError(f"real game file {str(path)!r} is missing (KIBITZ_DATA_DIR)")
+    chunk = reader.plan_chunks([path], games_per_chunk=n)[0]
+    return reader.read_chunk(chunk).games
+
+
+def chess_games(per_band: int) -> pa.Table:
+    """The first ``per_band`` games of each Lichess band file (testing split of the data)."""
+    root = settings.data_dir() / CHESS_DIR
+    return pa.concat_tables(
+        _first_games(ingest_pgn, root / f"{b}.pgn.zst", per_band) for b in CHESS_RANK_GROUPS
+    )
+
+
+def go_games(per_group: int) -> pa.Table:
+    """The first ``per_group`` games of each Fox rank-group file."""
+    root = settings.data_dir() / GO_DIR
+    return pa.concat_tables(
+        _first_games(ingest_sgf, root / f"{g}.sgf", per_group) for g in GO_RANK_GROUPS
+    )
+
+
+def write_games_dir(table: pa.Table, folder: Path) -> Path:
+    """A games-table folder (hive layout of ``kibitz ingest``) holding ``table``."""
+    pq.write_to_dataset(table, folder, partition_cols=["game", "source", "month"])
+    return folder
