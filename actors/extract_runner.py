@@ -47,8 +47,10 @@ class ExtractRunner:
         self.games_root = games_root
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
+            # address="local" when none is given: a fresh embedded cluster, never silently
+            # joining one that `ray start` left running on this machine.
             ray.init(
-                address=address,
+                address=address or "local",
                 num_cpus=num_cpus if address is None else None,
                 include_dashboard=False,
                 log_to_driver=False,

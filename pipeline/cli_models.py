@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from pipeline import model_registry
-from pipeline.evaluator import BACKENDS
+from pipeline.backends import BACKENDS
 
 logger = logging.getLogger(__name__)
 

@@ -243,7 +243,8 @@ def _history_figure(games: RatedGames, run: SystemRun, system: str):
     ax.set_title(f"{system}: rating before each game, top {len(top)} players by final {column}")
     ax.set_xlabel("date")
     ax.set_ylabel(column)
-    ax.legend(fontsize="small", loc="best")
+    if len(top):  # no player with ≥ 2 games: an empty plot, and no legend to draw
+        ax.legend(fontsize="small", loc="best")
     fig.autofmt_xdate()
     return fig
 

@@ -1,6 +1,6 @@
 """``kibitz run``: the main job on the embedded default, end to end, in one command.
 
-    kibitz run                          # a sample of every band / rank group, chess and Go
+    kibitz run                          # 2 games of every band / rank group, chess and Go
     kibitz run --games-per-group 0      # the whole candidating splits (long on a laptop CPU)
     kibitz run --game chess --out /tmp/kibitz
 
@@ -82,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
         split = data / (CHESS_SPLIT if game == "chess" else GO_SPLIT)
         if not split.is_dir():
             raise SystemExit(f"the real data is missing: {str(split)!r} (set KIBITZ_DATA_DIR)")
-        sample = out / "sample" / game
+        sample = out / "sample" / split.parent.name  # e.g. "fox-selected": readers use the name
         n = args.games_per_group
         files = sample_chess(split, sample, n) if game == "chess" else sample_go(split, sample, n)
         features = out / f"features-{game}"
@@ -124,7 +124,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--games-per-group",
         type=int,
         default=4,
-        help="games per chess band / Go rank group from the candidating split (0 = all; default 4)",
+        help="games per chess band / Go rank group from the candidating split (0 = all; default 2)",
     )
     parser.add_argument("--out", default=str(settings.home_dir()), help="output folder")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")

@@ -21,7 +21,6 @@ from pipeline import settings
 from pipeline.aggregate import AggregateConfig, AggregatesNotFoundError, FeaturesNotFoundError
 from pipeline.data_split import SplitConfig
 from pipeline.meta_model import DEFAULT_NS, FEATURE_SETS, MetaConfig, MetaDataError
-from pipeline.meta_report import markdown_table
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +55,7 @@ def _split(text: str) -> SplitConfig:
 
 
 def cmd_train_meta(args: argparse.Namespace) -> int:
+    from pipeline.meta_report import markdown_table
     from pipeline.meta_train import TrainMetaRun, run_train_meta
 
     config = MetaConfig(
@@ -163,7 +163,7 @@ def _add_meta_parser(trainers: argparse._SubParsersAction) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "train",
-        help="train Kibitz's models (meta: LightGBM rank estimators)",
+        help="train Kibitz's models (meta: LightGBM rank estimators; sscore, policy: nets)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

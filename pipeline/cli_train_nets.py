@@ -21,8 +21,6 @@ import shlex
 import sys
 from pathlib import Path
 
-from pipeline.tracking import default_tracking_uri
-
 log = logging.getLogger(__name__)
 
 
@@ -100,7 +98,7 @@ def cmd_train_sscore(args: argparse.Namespace) -> int:
     out = Path(args.out)
     result = train(
         config, Path(args.games), out, max_minutes=args.max_minutes, resume=args.resume,
-        progress=not args.no_progress, tracking_uri=args.tracking_uri or default_tracking_uri(out),
+        progress=not args.no_progress, tracking_uri=args.tracking_uri or _default_tracking_uri(out),
     )  # fmt: skip
     card = sscore_card(config, result, command=_command_line())
     (out / "MODEL_CARD.md").write_text(card, encoding="utf-8")
@@ -134,7 +132,7 @@ def cmd_train_policy(args: argparse.Namespace) -> int:
     out = Path(args.out)
     result = train(
         config, Path(args.games), out, max_minutes=args.max_minutes, resume=args.resume,
-        progress=not args.no_progress, tracking_uri=args.tracking_uri or default_tracking_uri(out),
+        progress=not args.no_progress, tracking_uri=args.tracking_uri or _default_tracking_uri(out),
     )  # fmt: skip
     card = go_policy_card(config, result, command=_command_line())
     (out / "MODEL_CARD.md").write_text(card, encoding="utf-8")
@@ -172,3 +170,9 @@ def add_parsers(trainers: argparse._SubParsersAction) -> None:
     _add_common(policy)
     policy.add_argument("--batch-size", type=int, help="positions per step (default 64)")
     policy.set_defaults(func=cmd_train_policy)
+
+
+def _default_tracking_uri(out: Path) -> str:
+    from pipeline.tracking import default_tracking_uri  # mlflow is slow to import: only here
+
+    return default_tracking_uri(out)

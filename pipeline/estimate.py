@@ -40,6 +40,7 @@ from pipeline.aggregate import (
 )
 from pipeline.extract_config import ExtractConfig, config_from_dict, preset
 from pipeline.features_schema import PARTITION_COLUMNS
+from pipeline.meta_model import MetaDataError
 from pipeline.meta_train import MetaModels
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,8 @@ def extraction_config(
 
         config = load_config(config_path)
     else:
-        saved = features_run_config(Path(models.manifest.get("features_dir", ""))).get("config")
+        features_dir = models.manifest.get("features_dir")
+        saved = features_run_config(Path(features_dir)).get("config") if features_dir else None
         config = config_from_dict(saved) if saved else preset(models.manifest["game"])
     if nodes:
         config.value.nodes = nodes
@@ -244,7 +246,7 @@ def run_estimate(
     """Read → extract → aggregate → predict → report for one player's games."""
     started = time.perf_counter()
     if models.manifest["game"] != game:
-        raise ValueError(
+        raise MetaDataError(
             f"meta-models in {str(models.root)!r} are for {models.manifest['game']!r}, not {game!r}"
         )
     games, _ = read_player_games(game, sources, player)

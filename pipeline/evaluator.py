@@ -26,9 +26,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from pipeline.backends import BACKENDS
+
 logger = logging.getLogger(__name__)
 
-BACKENDS = ("torch", "onnx", "tensorrt")
+
 PRECISIONS = ("fp32", "fp16")
 
 

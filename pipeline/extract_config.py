@@ -27,11 +27,12 @@ from typing import Any
 
 import yaml
 
+from pipeline.backends import BACKENDS
 from pipeline.features_schema import column_slug, features_schema
 
 PRESETS_DIR = Path(__file__).resolve().parent / "presets"
 GAMES = ("chess", "go")
-BACKENDS = ("torch", "onnx", "tensorrt")
+
 VALUE_EVALUATORS = ("stockfish", "net")
 
 

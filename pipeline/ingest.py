@@ -153,9 +153,16 @@ def work_items(config: IngestConfig) -> Iterator[WorkItem]:
         yield WorkItem(chunk)
 
 
-def _check_rules_match(store: ChunkStore, rules: SelectionRules) -> None:
-    """Resuming under other rules would mix two selections in one table."""
-    labels = {m["meta"].get("rules") for m in store.markers().values()}
+def _check_rules_match(store: ChunkStore, game: str, rules: SelectionRules) -> None:
+    """Resuming under other rules would mix two selections of one game kind in one table.
+
+    Chess and Go chunks live side by side (``game=`` partitions), each kind under its own rules.
+    """
+    labels = {
+        m["meta"].get("rules")
+        for m in store.markers().values()
+        if m["meta"].get("chunk", {}).get("game", game) == game
+    }
     other = sorted(str(label) for label in labels - {rules.label})
     if other:
         raise IngestError(
@@ -287,7 +294,7 @@ def run_ingest(config: IngestConfig) -> dict[str, Any]:
     store = ChunkStore(config.out_dir, PARTITION_COLUMNS)
     if config.force:
         store.reset()
-    _check_rules_match(store, config.rules)
+    _check_rules_match(store, config.game, config.rules)
     config.out_dir.mkdir(parents=True, exist_ok=True)
     stats = RunStats()
     with RayChunkRunner(address=config.address, num_cpus=config.num_cpus) as runner:

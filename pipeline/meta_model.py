@@ -28,8 +28,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import lightgbm as lgb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,6 +37,9 @@ import pyarrow.compute as pc
 from pipeline.aggregate import feature_columns
 from pipeline.data_split import EVALUATION, TRAIN, VALIDATION, SplitConfig, assign_splits
 from pipeline.meta_samples import Samples, player_samples, rank_group_samples
+
+if TYPE_CHECKING:
+    import lightgbm as lgb
 
 log = logging.getLogger(__name__)
 
@@ -287,6 +290,8 @@ def fit_model(
         raise MetaDataError(f"feature set {feature_set!r} has no columns in the aggregates")
     pick = [columns.index(c) for c in chosen]
     params = {"objective": "regression", "seed": config.seed, **config.lgbm_params}
+    import lightgbm as lgb  # here, not at the top: the CLI parses options without it
+
     train_set = lgb.Dataset(train.features[:, pick], label=train.label, feature_name=chosen)
     record: dict = {}
     valid_sets = []

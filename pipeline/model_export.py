@@ -72,6 +72,7 @@ def export_model(
     torch.save({"header": header, "state_dict": state}, tmp)
     tmp.replace(weights)
     onnx_path = export_onnx(net, folder / ONNX_NAME)
+    onnx_path.chmod(0o644)  # written via mkstemp (0600); shipped files must be readable by all
     sha = file_sha256(weights)
     summary = {**header, "files": {WEIGHTS_NAME: sha, ONNX_NAME: file_sha256(onnx_path)}}
     (folder / HEADER_NAME).write_text(yaml.safe_dump(summary, sort_keys=False), encoding="utf-8")

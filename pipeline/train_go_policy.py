@@ -149,7 +149,7 @@ class PolicyEvaluation:
             lines.append(f"| {g} ({GROUP_REPRESENTATIVE[g]}) | " + " | ".join(cells) + " |")
         lines.append("")
         lines.append(
-            f"Diagonal best (bold on the diagonal) in {self.diagonal_best_loglik} of {len(self.groups)} columns."
+            f"Bold: the best conditioning of each column; it is the column's own group in {self.diagonal_best_loglik} of {len(self.groups)} columns."
         )
         return "\n".join(lines)
 

@@ -22,7 +22,7 @@ from pipeline.sscore_batches import build_pool
 from pipeline.train_go_policy import evaluate_policy
 
 # Measured on the shipped model over the held-out slice below (docs/train.md).
-SHIPPED_MIN_ACCURACY = 0.0
+SHIPPED_MIN_ACCURACY = 20.0  # measured 23.2 % on this slice (14 held-out games)
 
 
 @pytest.fixture(scope="module")

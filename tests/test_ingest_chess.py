@@ -77,7 +77,9 @@ def _python_chess_eval(node: chess.pgn.ChildNode) -> int | None:
 @pytest.fixture(scope="module")
 def ray_cluster() -> None:
     if not ray.is_initialized():
-        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+        ray.init(
+            address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING
+        )
 
 
 @pytest.fixture(scope="module")

@@ -85,7 +85,9 @@ def _expected_ids() -> list[str]:
 @pytest.fixture(scope="module")
 def ray_cluster() -> None:
     if not ray.is_initialized():
-        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+        ray.init(
+            address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING
+        )
 
 
 def test_a_killed_run_resumes_to_the_clean_table_and_force_redoes(

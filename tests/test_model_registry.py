@@ -50,7 +50,8 @@ def user_entry(name: str, path: str, sha256: str, url: str | None = None) -> dic
 
 
 def test_builtin_registry_matches_shared_checksums() -> None:
-    entries = {e.name: e for e in model_registry.list_models()}
+    # Project-trained nets (models/registry.yaml, source "project") are not in ../shared.
+    entries = {e.name: e for e in model_registry.list_models() if e.source == "built-in"}
     assert {f"maia-{n}" for n in range(1100, 2000, 100)} <= set(entries)
     sums = shared_sums()
     assert len(sums) == 10

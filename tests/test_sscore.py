@@ -20,7 +20,7 @@ from pipeline.sscore_eval import evaluate_sscore, rank_prediction_accuracy
 from pipeline.train_sscore import bradley_terry_loss, ordered_pair_share
 
 # Measured on the shipped models (docs/train.md, models/*/MODEL_CARD.md); see the tests below.
-SHIPPED_MIN_SPEARMAN = {"chess": 0.0, "go": 0.0}
+SHIPPED_MIN_SPEARMAN = {"chess": 0.7, "go": 0.7}  # measured: chess 0.786, go 0.755
 
 
 @pytest.fixture(scope="module")
