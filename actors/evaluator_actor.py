@@ -42,7 +42,7 @@ class EvaluatorActor:
         return os.getpid()
 
 
-def start_evaluators(config: dict[str, Any], count: int, *, cpus: int, gpus: bool) -> list:
+def start_evaluators(config: dict[str, Any], count: int, *, cpus: float, gpus: bool) -> list:
     """``count`` evaluator actors: one GPU each when ``gpus``, else ``cpus`` CPUs each."""
     options = {"num_gpus": 1, "num_cpus": 1} if gpus else {"num_cpus": cpus}
     return [EvaluatorActor.options(**options).remote(config) for _ in range(count)]

@@ -60,18 +60,26 @@ class ExtractRunner:
         self.cpus = int(resources.get("CPU", 1))
         gpus = int(resources.get("GPU", 0))
         n_eval = config.num_evaluators or max(gpus, 1)
-        self.evaluators = start_evaluators(
-            self.config_dict, n_eval, cpus=config.evaluator_cpus, gpus=gpus > 0
-        )
+        eval_cpus: float = config.evaluator_cpus
+        if not gpus and config.game == "chess" and self.cpus < n_eval * eval_cpus + 1:
+            eval_cpus = self.cpus / (n_eval + 1)  # a tiny cluster: leave room for an engine
+        self.evaluators = start_evaluators(self.config_dict, n_eval, cpus=eval_cpus, gpus=gpus > 0)
         self._next_evaluator = itertools.cycle(range(n_eval))
         self.pool = None
         if config.game == "chess":
             from actors.stockfish_pool import StockfishPool
 
-            held = 0 if gpus else n_eval * config.evaluator_cpus
-            engines = config.value.engines or max(1, self.cpus - held)
+            held = 0 if gpus else n_eval * eval_cpus
+            engines = config.value.engines or max(1, int(self.cpus - held))
+            # Engines share the CPUs the net actors leave (a fraction each on a tiny cluster:
+            # whole CPUs would leave an engine unschedulable, and the run waiting forever).
+            free = self.cpus - held
             v = config.value
-            self.pool = StockfishPool(StockfishSettings(v.nodes, v.hash_mb), engines)
+            self.pool = StockfishPool(
+                StockfishSettings(v.nodes, v.hash_mb),
+                engines,
+                cpus_per_engine=min(1.0, free / engines),
+            )
         log.info(
             "ray: %d CPUs, %d GPUs; %d net actor(s), %d Stockfish engine(s)",
             self.cpus, gpus, n_eval, len(self.pool) if self.pool else 0,

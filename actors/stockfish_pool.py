@@ -35,9 +35,12 @@ class StockfishActor:
 class StockfishPool:
     """Hands game ranges to the engine with the fewest ranges in flight."""
 
-    def __init__(self, settings: StockfishSettings, size: int) -> None:
+    def __init__(
+        self, settings: StockfishSettings, size: int, *, cpus_per_engine: float = 1.0
+    ) -> None:
         opts = {"nodes": settings.nodes, "hash_mb": settings.hash_mb, "binary": settings.binary}
-        self.actors = [StockfishActor.remote(opts) for _ in range(size)]
+        actor = StockfishActor.options(num_cpus=cpus_per_engine)
+        self.actors = [actor.remote(opts) for _ in range(size)]
         self._in_flight: dict[int, set] = {i: set() for i in range(size)}
 
     def __len__(self) -> int:

@@ -137,3 +137,20 @@ def test_a_killed_run_resumes_to_the_clean_table_and_force_redoes(
     config.rules = load_preset("all")
     with pytest.raises(IngestError, match="chess-kuboki2025@1"):
         run_ingest(config)
+
+
+def test_chess_and_go_chunks_share_a_table_each_under_its_own_rules(tmp_path: Path) -> None:
+    """A table holding chess chunks (chess rules) accepts Go chunks under Go rules, and still
+    refuses chess chunks under other chess rules — the check is per game kind."""
+    from pipeline.chunk_store import ChunkStore
+    from pipeline.games_schema import PARTITION_COLUMNS
+    from pipeline.ingest import _check_rules_match
+
+    store = ChunkStore(tmp_path, PARTITION_COLUMNS)
+    chess_rules, go_rules = load_preset("chess-kuboki2025"), load_preset("go-kuboki2025")
+    meta = {"chunk": {"game": "chess"}, "rules": chess_rules.label}
+    store.commit("c0", {}, meta)
+    _check_rules_match(store, "go", go_rules)
+    _check_rules_match(store, "chess", chess_rules)
+    with pytest.raises(IngestError, match="chess-kuboki2025@1"):
+        _check_rules_match(store, "chess", load_preset("all"))
