@@ -1,12 +1,13 @@
 """Chess reader: Lichess PGN (plain, ``.pgn.zst``, ``.pgn.bz2``) → rows of the games table.
 
-The hot path is compiled: ``rust_pgn_reader_python_binding`` parses SAN, replays every move and
-reads ``%clk`` / ``%eval`` for a whole chunk of games in one call; tags are cut out of the raw
-bytes with numpy; UCI strings, rating bands, time-control classes and outcomes are built as
-whole Arrow columns. Python only loops per *bad* game: a game the compiled reader rejects is
-replayed with python-chess, which decides (exact rules) whether it is really illegal (the game is
-quarantined with the reason) or readable (python-chess re-exports it and the compiled reader reads
-the clean text).
+The hot path is compiled: :mod:`pipeline.pgn_reader` (numba) resolves SAN, replays every
+move and reads ``%clk`` / ``%eval`` for a whole chunk of games in one call; tags are cut out of
+the raw bytes with numpy; UCI strings, rating bands, time-control classes and outcomes are built
+as whole Arrow columns. Python only loops per *unusual* game: a game the compiled reader hands
+back (an illegal or ambiguous move, or PGN outside the Lichess dialect such as variations) is
+replayed with python-chess, which decides (exact rules) whether it is really illegal (the game
+is quarantined with the reason) or readable (python-chess re-exports it as clean SAN and the
+compiled reader reads that text).
 
 Chunking. A Lichess month is one ~30 GB ``.pgn.zst`` stream that cannot be seeked, so the driver
 streams it once (:func:`stream_chunks`), cuts the decompressed bytes at game boundaries every
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import io
 import logging
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -37,7 +37,6 @@ import chess.pgn
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import rust_pgn_reader_python_binding as rust_pgn
 
 from pipeline.compressed_streams import (
     CorruptStreamError,
@@ -53,25 +52,24 @@ from pipeline.ingest_chunks import (
     quarantine_table,
     raw_excerpt,
 )
+from pipeline.pgn_reader import PgnGames, game_starts, read_pgn
 
 logger = logging.getLogger(__name__)
 
 GAME = "chess"
 PGN_SUFFIXES = (".pgn", ".pgn.zst", ".pgn.bz2")
 # A blank line (possibly holding spaces or \r) followed by a tag: the next game starts at "[".
-_GAME_START = re.compile(rb"\n[ \t\r]*\n\[")
+_RESCAN_BYTES = 256  # a blank line split across two blocks is found again from here
 _PGN_FIRST_BYTES = b"[{;%0123456789"
 _WHITESPACE = b" \t\r\n"
 _BOM = b"\xef\xbb\xbf"
 SNIFF_BYTES = 1 << 16
-_KEY_BYTES = 16  # tag names are compared on 16 bytes; every name in TAGS is shorter
 # Rating bands of Kuboki et al. 2025: 200 points wide, 1000 ≤ rating < 2600.
 BAND_LOW, BAND_HIGH, BAND_WIDTH = 1000, 2600, 200
 BAND_LABELS = pa.array([f"{lo}-{lo + BAND_WIDTH}" for lo in range(BAND_LOW, BAND_HIGH, BAND_WIDTH)])
 # Lichess's speed rule: estimated duration = base + 40 × increment (seconds).
 TC_THRESHOLDS_S = np.array([30, 180, 480, 1500])
 TC_LABELS = pa.array(["ultrabullet", "bullet", "blitz", "rapid", "classical", "correspondence"])
-MATE_SCORE_CP = 100_000  # mate in n is ±(MATE_SCORE_CP − n), White's view
 RESULTS = pa.array(["1-0", "0-1", "1/2-1/2"])
 WINNERS = pa.array(["white", "black", "draw"])
 ENDED_BY = pa.array(["draw", "time", "resign", "other"])
@@ -88,12 +86,13 @@ TAGS = (
     "Result",
     "Termination",
     "Variant",
+    "FEN",
 )
 REQUIRED_TAGS = ("White", "Black", "Result")
 STANDARD_VARIANTS = ("standard", "from position", "chess")
-_MATE_EVAL = re.compile(r"\[%eval\s+#(-?\d+)")
-_MATE_PREFIX = np.frombuffer(b"%eval ", dtype=np.uint8)
-_MATE_VALUE = re.compile(rb"#(-?\d+)")
+# The games table's move lists start from the standard position, so a game set up from any
+# other FEN cannot be stored (a "From Position" game holding the start FEN can).
+START_FEN = chess.STARTING_FEN
 
 
 class PgnError(ValueError):
@@ -235,12 +234,10 @@ def stream_chunks(path: str | Path, *, games_per_chunk: int) -> Iterator[PgnPiec
                 started = bool(block)
                 if not started:
                     continue
-            scan_from = max(0, len(buf) - 4)
             old_len = len(buf)
             buf += block
-            found.extend(
-                m.end() - 1 for m in _GAME_START.finditer(buf, scan_from) if m.end() > old_len
-            )
+            starts = game_starts(buf, max(0, old_len - _RESCAN_BYTES))
+            found.extend(starts[starts >= old_len].tolist())
             while len(found) >= games_per_chunk:
                 cut = found[games_per_chunk - 1]
                 locator = _locator(base, base + cut, first_game, games_per_chunk, "ok")
@@ -309,53 +306,23 @@ def _game_offsets(data: bytes) -> np.ndarray:
     """(n + 1,) byte offsets of the games in ``data`` (which starts at a game)."""
     if not data.strip(_WHITESPACE):
         return np.zeros(1, dtype=np.int64)
-    starts = [0, *(m.end() - 1 for m in _GAME_START.finditer(data))]
-    return np.array([*starts, len(data)], dtype=np.int64)
+    return np.concatenate(([0], game_starts(data), [len(data)])).astype(np.int64)
 
 
-def _tag_columns(texts: _GameTexts, names: Sequence[str]) -> dict[str, pa.Array]:
-    """Values of the tags ``names`` for every game, cut out of the raw bytes with numpy.
-
-    A tag line is a line starting with ``[`` that reads ``[Name "value"]``. The 16 bytes after
-    every tag line's ``[`` are read as two uint64 words; a name matches when the words, masked
-    to ``len(name) + 2`` bytes, equal ``Name "``. This costs a few µs per game; the compiled
-    reader's per-game dicts cost ~12 µs.
-    """
+def _tag_columns(texts: _GameTexts, parsed: PgnGames, names: Sequence[str]) -> dict[str, pa.Array]:
+    """Values of the tags ``names`` (in the order given to :func:`read_pgn`) as string columns,
+    gathered from the value spans the compiled reader located, with PGN escapes undone."""
     n = len(texts)
     buf = np.frombuffer(texts.data, dtype=np.uint8)
-    newlines = np.flatnonzero(buf == 10)
-    line_starts = np.concatenate(([0], newlines + 1))
-    line_starts = line_starts[line_starts < len(buf)]
-    line_starts = line_starts[buf[line_starts] == ord("[")]
-    eol = np.searchsorted(newlines, line_starts)
-    line_ends = newlines[np.minimum(eol, len(newlines) - 1)] if len(newlines) else line_starts
-    line_ends = np.where(eol < len(newlines), line_ends, len(buf))
-    line_ends = line_ends - (buf[np.maximum(line_ends - 1, 0)] == 13)
-    well_formed = (buf[np.maximum(line_ends - 1, 0)] == ord("]")) & (
-        buf[np.maximum(line_ends - 2, 0)] == ord('"')
-    )
-    if len(line_starts) and line_starts[-1] + 1 + _KEY_BYTES > len(buf):
-        buf = np.concatenate([buf, np.zeros(_KEY_BYTES, dtype=np.uint8)])  # a tag at the very end
-    windows = np.lib.stride_tricks.sliding_window_view(buf, _KEY_BYTES)
-    words = np.ascontiguousarray(windows[line_starts + 1]).view(np.uint64)  # (L, 2)
-    game_of_line = np.searchsorted(texts.offsets, line_starts, side="right") - 1
     out: dict[str, pa.Array] = {}
-    for name in names:
-        target, mask = _KEY_WORDS[name]
-        match = well_formed & ((words[:, 0] & mask[0]) == target[0])
-        match &= (words[:, 1] & mask[1]) == target[1]
-        chosen_rows = np.flatnonzero(match)
-        line_of_game = np.full(n, -1, dtype=np.int64)
-        line_of_game[game_of_line[chosen_rows]] = chosen_rows  # a repeated tag: the last wins
-        present = line_of_game >= 0
-        chosen = line_of_game[present]
-        starts = line_starts[chosen] + len(name) + 3
-        lengths = np.zeros(n, dtype=np.int64)
-        lengths[present] = np.maximum(line_ends[chosen] - 2 - starts, 0)
+    for t, name in enumerate(names):
+        starts = parsed.tag_start[:, t]
+        present = starts >= 0
+        lengths = np.where(present, parsed.tag_length[:, t], 0)
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        gather = np.repeat(starts - offsets[:-1][present], lengths[present])
-        gathered = buf[gather + np.arange(offsets[-1])].tobytes()
+        gather = np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[-1])
+        gathered = buf[gather].tobytes()
         values = pa.LargeStringArray.from_buffers(
             n,
             pa.py_buffer(offsets),
@@ -368,19 +335,6 @@ def _tag_columns(texts: _GameTexts, names: Sequence[str]) -> dict[str, pa.Array]
     return out
 
 
-def _key_words(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(target, mask) uint64 pairs matching ``Name "`` at the start of a 16-byte window."""
-    key = f'{name} "'.encode()
-    if len(key) > _KEY_BYTES:
-        raise ValueError(f"tag name {name!r} is longer than {_KEY_BYTES - 2} bytes")
-    target = np.frombuffer(key.ljust(_KEY_BYTES, b"\0"), dtype=np.uint64)
-    mask = np.frombuffer((b"\xff" * len(key)).ljust(_KEY_BYTES, b"\0"), dtype=np.uint64)
-    return target, mask
-
-
-_KEY_WORDS = {name: _key_words(name) for name in TAGS}
-
-
 def _uci_table() -> np.ndarray:
     """(4096,) uint32: the 4 UCI bytes of (from·64 + to), little-endian, a1 = 0 … h8 = 63."""
     squares = [f + r for r in "12345678" for f in "abcdefgh"]
@@ -389,8 +343,8 @@ def _uci_table() -> np.ndarray:
 
 
 _UCI_CODES = _uci_table()
-# Compiled reader promotion (-1 none, 2 N, 3 B, 4 R, 5 Q) → UCI suffix byte.
-_PROMOTION_BYTE = np.frombuffer(b"\0\0nbrq", dtype=np.uint8)
+# chess_spec PROMO_* (0 none, 1 N, 2 B, 3 R, 4 Q) → UCI suffix byte.
+_PROMOTION_BYTE = np.frombuffer(b"\0nbrq", dtype=np.uint8)
 
 
 def _uci_strings(from_sq: np.ndarray, to_sq: np.ndarray, promotion: np.ndarray) -> pa.StringArray:
@@ -398,7 +352,7 @@ def _uci_strings(from_sq: np.ndarray, to_sq: np.ndarray, promotion: np.ndarray) 
     codes = _UCI_CODES[from_sq.astype(np.int64) * 64 + to_sq]  # (M,) 4 bytes each
     data = codes.view(np.uint8)
     offsets = 4 * np.arange(len(codes) + 1, dtype=np.int32)
-    promoted = np.flatnonzero(promotion >= 0)
+    promoted = np.flatnonzero(promotion > 0)
     if len(promoted):
         data = np.insert(data, 4 * promoted + 4, _PROMOTION_BYTE[promotion[promoted]])
         extra = np.zeros(len(codes) + 1, dtype=np.int32)
@@ -413,101 +367,6 @@ def _list_column(offsets: np.ndarray, values: pa.Array, present: np.ndarray) -> 
     """A list per game; the list itself is null where ``present`` is False."""
     mask = None if present.all() else pa.array(~present)
     return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), values, mask=mask)
-
-
-@dataclass
-class _Parsed:
-    """The compiled reader's output for a batch of games, as flat numpy arrays."""
-
-    valid: np.ndarray  # (n,) bool
-    errors: list[str | None]
-    move_offsets: np.ndarray  # (n + 1,) int64
-    from_sq: np.ndarray  # (M,) uint8
-    to_sq: np.ndarray  # (M,) uint8
-    promotion: np.ndarray  # (M,) int8
-    clocks: np.ndarray  # (M,) float32 seconds, NaN = missing
-    evals: np.ndarray  # (M,) float32 pawns, NaN = missing (and mate)
-
-
-def _parse(texts: _GameTexts) -> _Parsed:
-    parsed = rust_pgn.parse_games(pa.chunked_array([texts.arrow()]), num_threads=1)
-    chunks = parsed.chunks
-    counts = np.concatenate([np.diff(c.move_offsets.astype(np.int64)) for c in chunks] or [[]])
-    move_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-    np.cumsum(counts, out=move_offsets[1:])
-    valid = np.concatenate([c.valid for c in chunks] or [np.zeros(0, bool)])
-    errors = [e for c in chunks for e in c.parse_errors] if not valid.all() else []
-
-    def flat(name: str, dtype: type) -> np.ndarray:
-        return np.concatenate([getattr(c, name) for c in chunks] or [np.zeros(0, dtype)])
-
-    return _Parsed(
-        valid=valid,
-        errors=errors,
-        move_offsets=move_offsets,
-        from_sq=flat("from_squares", np.uint8),
-        to_sq=flat("to_squares", np.uint8),
-        promotion=flat("promotions", np.int8),
-        clocks=flat("clocks", np.float32),
-        evals=flat("evals", np.float32),
-    )
-
-
-def _evals_cp(texts: _GameTexts, parsed: _Parsed) -> tuple[np.ndarray, np.ndarray]:
-    """(M,) int32 centipawns and (M,) bool present, mates included.
-
-    The compiled reader reports ``[%eval #n]`` as NaN, so mates are found in the raw bytes: in
-    a game where every ply has a clock and the game holds exactly one ``{`` per ply, each ply
-    owns exactly one comment, so the k-th comment belongs to ply k (exact for Lichess
-    exports). Other games with mates are re-read by the compiled reader with their comments.
-    """
-    evals = parsed.evals.astype(np.float64)
-    present = ~np.isnan(evals)
-    cp = np.zeros(len(evals), dtype=np.int32)
-    cp[present] = np.rint(evals[present] * 100.0)
-    buf = np.frombuffer(texts.data, dtype=np.uint8)
-    marks = np.flatnonzero(buf == ord("#"))
-    marks = marks[marks >= len(_MATE_PREFIX)]
-    before = buf[marks[:, None] - len(_MATE_PREFIX) + np.arange(len(_MATE_PREFIX))]
-    marks = marks[(before == _MATE_PREFIX).all(axis=1)]  # (K,) "#" of "%eval #n"
-    game_of_mark = np.searchsorted(texts.offsets, marks, side="right") - 1
-    keep = parsed.valid[game_of_mark]
-    marks, game_of_mark = marks[keep], game_of_mark[keep]
-    if not len(marks):
-        return cp, present
-    plies = np.diff(parsed.move_offsets)
-    braces = np.flatnonzero(buf == ord("{"))
-    braces_per_game = np.bincount(
-        np.searchsorted(texts.offsets, braces, side="right") - 1, minlength=len(texts)
-    )
-    aligned = (braces_per_game == plies) & (
-        _per_game_count(~np.isnan(parsed.clocks), plies) == plies
-    )
-    first_brace = np.searchsorted(braces, texts.offsets[:-1])
-    comment_of_mark = np.searchsorted(braces, marks) - 1 - first_brace[game_of_mark]
-    values = [int(m.group(1)) for m in (_MATE_VALUE.match(texts.data, p) for p in marks.tolist())]
-    signed = np.array(values, dtype=np.int64)
-    mate_cp = np.where(
-        signed >= 0, MATE_SCORE_CP - np.abs(signed), -(MATE_SCORE_CP - np.abs(signed))
-    )
-    direct = aligned[game_of_mark]
-    where = parsed.move_offsets[game_of_mark[direct]] + comment_of_mark[direct]
-    cp[where] = mate_cp[direct]
-    present[where] = True
-    rows = np.unique(game_of_mark[~direct])
-    if len(rows):
-        with_comments = rust_pgn.parse_games(
-            pa.chunked_array([texts.take(rows).arrow()]), num_threads=1, store_comments=True
-        )
-        for row, game in zip(rows.tolist(), with_comments, strict=True):
-            first = parsed.move_offsets[row]
-            for ply, comment in enumerate(game.comments):
-                mate = _MATE_EVAL.search(comment) if comment else None
-                if mate:
-                    n = int(mate.group(1))
-                    cp[first + ply] = (MATE_SCORE_CP - abs(n)) * (1 if n >= 0 else -1)
-                    present[first + ply] = True
-    return cp, present
 
 
 def _per_game_count(present: np.ndarray, plies: np.ndarray) -> np.ndarray:
@@ -570,12 +429,12 @@ def _game_ids(site: pa.Array, source_file: str, source_index: np.ndarray) -> pa.
 
 def _games_table(
     texts: _GameTexts, source_file: str
-) -> tuple[pa.Table, _Parsed, dict[int, tuple[str, str]]]:
+) -> tuple[pa.Table, PgnGames, dict[int, tuple[str, str]]]:
     """Every column of GAMES_SCHEMA for ``texts``, the compiled reader's verdicts and the rows
     with tag problems. Rows the compiled reader rejected are included; the caller drops them."""
-    parsed = _parse(texts)
+    parsed = read_pgn(texts.data, texts.offsets, TAGS)
     n = len(texts)
-    tags = _tag_columns(texts, TAGS)
+    tags = _tag_columns(texts, parsed, TAGS)
     moves = _list_column(
         parsed.move_offsets,
         _uci_strings(parsed.from_sq, parsed.to_sq, parsed.promotion),
@@ -587,10 +446,10 @@ def _games_table(
         pa.array(parsed.clocks, pa.float32(), mask=~clock_present),
         _per_game_count(clock_present, np.diff(parsed.move_offsets)) > 0,
     )
-    cp, eval_present = _evals_cp(texts, parsed)
+    eval_present = parsed.has_eval
     evals = _list_column(
         parsed.move_offsets,
-        pa.array(cp, pa.int32(), mask=~eval_present),
+        pa.array(parsed.evals_cp, pa.int32(), mask=~eval_present),
         _per_game_count(eval_present, np.diff(parsed.move_offsets)) > 0,
     )
     date_raw = pc.coalesce(tags["UTCDate"], tags["Date"])
@@ -655,7 +514,8 @@ def _games_table(
 def _header_problems(
     tags: dict[str, pa.Array], month: pa.Array, texts: _GameTexts, source_file: str
 ) -> dict[int, tuple[str, str]]:
-    """Row → (error type, reason) for games missing a needed tag or of another variant."""
+    """Row → (error type, reason) for games missing a needed tag, of another variant or set up
+    from a position other than the standard start."""
     missing = {
         name: pc.is_null(tags[name]).to_numpy(zero_copy_only=False) for name in REQUIRED_TAGS
     }
@@ -664,18 +524,27 @@ def _header_problems(
     other_variant = pc.invert(pc.is_in(variant, pa.array(STANDARD_VARIANTS))).to_numpy(
         zero_copy_only=False
     )
+    set_up = pc.fill_null(pc.not_equal(tags["FEN"], START_FEN), False).to_numpy(
+        zero_copy_only=False
+    )
     any_missing = np.logical_or.reduce(list(missing.values()))
     problems: dict[int, tuple[str, str]] = {}
-    for row in np.flatnonzero(any_missing | other_variant).tolist():
+    for row in np.flatnonzero(any_missing | other_variant | set_up).tolist():
         where = _where(source_file, texts, row)
         if any_missing[row]:
             names = [name for name, mask in missing.items() if mask[row]]
             problems[row] = ("MissingHeaderError", f"{where}: missing tag(s) {', '.join(names)}")
-        else:
+        elif other_variant[row]:
             name = tags["Variant"][row].as_py()
             problems[row] = (
                 "UnsupportedVariantError",
                 f"{where}: variant {name!r} is not standard chess",
+            )
+        else:
+            fen = tags["FEN"][row].as_py()
+            problems[row] = (
+                "UnsupportedVariantError",
+                f"{where}: starts from the set-up position {fen!r}, not the standard start",
             )
     return problems
 
@@ -723,11 +592,17 @@ def read_games(texts: _GameTexts, source_file: str) -> tuple[list[pa.Table], lis
     good[list(problems)] = False
     tables = [table.filter(pa.array(good))]
     replayed_rows, replayed_texts = [], []
+    # A game already quarantined for its tags is not replayed (it would be quarantined twice).
     for row in np.flatnonzero(~parsed.valid).tolist():
+        if row in problems:
+            continue
         text = texts.text(row).decode("utf-8")
         clean, why = _replay_with_python_chess(text)
         if clean is None:
-            reason = f"{_where(source_file, texts, row)}: {parsed.errors[row]}; python-chess: {why}"
+            reason = (
+                f"{_where(source_file, texts, row)}: {parsed.error(texts.data, row)}; "
+                f"python-chess: {why}"
+            )
             quarantined.append(_quarantine_row(texts, row, "IllegalMoveError", reason))
         else:
             replayed_rows.append(row)
@@ -745,7 +620,7 @@ def read_games(texts: _GameTexts, source_file: str) -> tuple[list[pa.Table], lis
         for row in np.flatnonzero(~clean_parsed.valid).tolist():
             reason = (
                 f"{_where(source_file, clean_texts, row)}: python-chess reads the game but the "
-                f"compiled reader rejects it: {clean_parsed.errors[row]}"
+                f"compiled reader rejects it: {clean_parsed.error(clean_texts.data, row)}"
             )
             quarantined.append(
                 _quarantine_row(texts, int(rows[row]), "ReaderDisagreementError", reason)

@@ -313,6 +313,22 @@ def test_missing_tags_are_quarantined_with_their_names(
     assert "game 8 " in reasons[1] and "UTCDate/Date" in reasons[1]
 
 
+def test_a_game_set_up_from_a_position_is_quarantined_naming_the_fen(
+    tmp_path: Path, good_games: list[str]
+) -> None:
+    games = list(good_games)
+    fen = "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1"
+    games[3] = games[3].replace("[Event ", f'[SetUp "1"]\n[FEN "{fen}"]\n[Event ', 1)
+    games[4] = games[4].replace("[Event ", f'[FEN "{chess.STARTING_FEN}"]\n[Event ', 1)
+    path = tmp_path / "fen.pgn"
+    path.write_text("\n".join(games))
+    kept, quarantine, _ = _read_file(path)
+    assert kept.num_rows == 119 and 4 in kept.column("source_index").to_pylist()
+    assert quarantine.column("error_type").to_pylist() == ["UnsupportedVariantError"]
+    reason = quarantine.column("reason")[0].as_py()
+    assert "game 3 " in reason and fen in reason
+
+
 def test_broken_utf8_in_a_tag_is_quarantined(tmp_path: Path, good_games: list[str]) -> None:
     data = [g.encode() for g in good_games]
     data[9] = re.sub(rb'\[Black "[^"]*"\]', b'[Black "Ca\xffe\xfe"]', data[9])
