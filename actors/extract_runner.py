@@ -61,12 +61,13 @@ class ExtractRunner:
         gpus = int(resources.get("GPU", 0))
         n_eval = config.num_evaluators or max(gpus, 1)
         eval_cpus: float = config.evaluator_cpus
-        if not gpus and config.game == "chess" and self.cpus < n_eval * eval_cpus + 1:
+        stockfish = config.game == "chess" and config.value.evaluator == "stockfish"
+        if not gpus and stockfish and self.cpus < n_eval * eval_cpus + 1:
             eval_cpus = self.cpus / (n_eval + 1)  # a tiny cluster: leave room for an engine
         self.evaluators = start_evaluators(self.config_dict, n_eval, cpus=eval_cpus, gpus=gpus > 0)
         self._next_evaluator = itertools.cycle(range(n_eval))
         self.pool = None
-        if config.game == "chess":
+        if stockfish:  # a chess value net runs inside the net actor instead
             from actors.stockfish_pool import StockfishPool
 
             held = 0 if gpus else n_eval * eval_cpus

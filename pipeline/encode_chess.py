@@ -16,6 +16,9 @@ Use::
     pos.planes.shape            # (4, 112, 8, 8)
     legal_uci(pos, 0)[:3]       # ['b1a3', 'b1c3', 'g1f3'] (knights come before pawns)
 
+``encode_after`` encodes the position after any legal move of an encoded position (each
+game's final position, expected loss's candidate moves), with whether the game is over there.
+
 Benchmark: ``python bench/bench_encode_chess.py``; tests: ``pytest tests/test_encode_chess.py``.
 """
 
@@ -65,6 +68,13 @@ from pipeline.chess_spec import (
 
 MAX_LEGAL_MOVES = 256  # upper bound per position (the known maximum is 218)
 LEGAL_PER_POSITION_GUESS = 48  # initial legal-move buffer per position; grows on overflow
+
+# Whether a position after a move is already over (python-chess ``Board.outcome()`` without
+# claims): checkmate (the side to move lost), or a draw by stalemate, insufficient material,
+# the 75-move rule or fivefold repetition. OUTCOME_ILLEGAL marks a request that was not legal.
+OUTCOME_NONE, OUTCOME_CHECKMATE, OUTCOME_DRAW, OUTCOME_ILLEGAL = 0, 1, 2, 3
+_DARK_SQUARES = np.uint64(0xAA55AA55AA55AA55)
+_LIGHT_SQUARES = ~_DARK_SQUARES
 
 ERROR_UNPARSEABLE = 1  # the move is not UCI (``e2e9``, ``""``, ``O-O``)
 ERROR_ILLEGAL = 2  # well-formed but not legal in the position
@@ -609,6 +619,166 @@ def _encode_kernel(
     return n_pos, n_legal, n_err, False
 
 
+@njit(cache=True)
+def _popcount(b):
+    count = 0
+    while b:
+        b &= b - _U1
+        count += 1
+    return count
+
+
+@njit(cache=True)
+def _has_insufficient_material(pieces, colours, colour):
+    """python-chess ``Board.has_insufficient_material(colour)``: material only, no positions."""
+    us = colours[colour]
+    them = colours[1 - colour]
+    if us & (pieces[PAWN] | pieces[ROOK] | pieces[QUEEN]):
+        return False
+    if us & pieces[KNIGHT]:
+        return _popcount(us) <= 2 and not (them & ~pieces[KING] & ~pieces[QUEEN])
+    if us & pieces[BISHOP]:
+        bishops = pieces[BISHOP]
+        same_colour = not (bishops & _DARK_SQUARES) or not (bishops & _LIGHT_SQUARES)
+        return same_colour and not pieces[PAWN] and not pieces[KNIGHT]
+    return True
+
+
+@njit(cache=True)
+def _outcome(pieces, colours, stm, castle, ep_sq, rule50, reps, codes, index):
+    """OUTCOME_* of a position, in python-chess ``Board.outcome()``'s order of checks."""
+    end = _generate_legal(pieces, colours, stm, castle, ep_sq, codes, index, 0)
+    if end == 0:
+        us = colours[stm]
+        ksq = np.int64(_lsb(pieces[KING] & us))
+        if _attacked(ksq, us | colours[1 - stm], colours[1 - stm], pieces, stm):
+            return OUTCOME_CHECKMATE
+        return OUTCOME_DRAW  # stalemate
+    if _has_insufficient_material(pieces, colours, 0) and _has_insufficient_material(
+        pieces, colours, 1
+    ):
+        return OUTCOME_DRAW
+    if rule50 >= 150:  # 75-move rule
+        return OUTCOME_DRAW
+    if reps >= 4:  # the fifth occurrence (lc0 counts the earlier ones)
+        return OUTCOME_DRAW
+    return OUTCOME_NONE
+
+
+@njit(cache=True, nogil=True)
+def _after_kernel(
+    move_src,
+    move_dst,
+    move_promo,
+    game_offsets,
+    req_game,
+    req_ply,
+    req_code,
+    order,
+    planes,
+    outcome,
+):
+    """Planes of the position after move ``req_code[i]`` from position (game, ply), per request.
+
+    ``order`` sorts the requests by (game, ply): each requested game is replayed once, up to
+    its last requested ply (the bitboard replay costs microseconds; no encoding on the way).
+    The request's move is played on a copy of the board, its history slot written, the planes
+    filled, and the game goes on with its own move.
+    """
+    n_games = game_offsets.shape[0] - 1
+    max_len = 0
+    for g in range(n_games):
+        max_len = max(max_len, game_offsets[g + 1] - game_offsets[g])
+    hist_pieces = np.empty((max_len + 2, 6), dtype=np.uint64)
+    hist_colours = np.empty((max_len + 2, 2), dtype=np.uint64)
+    hist_castle = np.empty(max_len + 2, dtype=np.int64)
+    hist_ep = np.empty(max_len + 2, dtype=np.int64)
+    hist_rule50 = np.empty(max_len + 2, dtype=np.int64)
+    hist_reps = np.empty(max_len + 2, dtype=np.int64)
+    pieces = np.empty(6, dtype=np.uint64)
+    colours = np.empty(2, dtype=np.uint64)
+    mailbox = np.empty(64, dtype=np.int8)
+    child_pieces = np.empty(6, dtype=np.uint64)
+    child_colours = np.empty(2, dtype=np.uint64)
+    child_mailbox = np.empty(64, dtype=np.int8)
+    codes = np.empty(MAX_LEGAL_MOVES, dtype=np.int16)
+    index = np.empty(MAX_LEGAL_MOVES, dtype=np.int16)
+    n_req = order.shape[0]
+    r = 0
+    while r < n_req:
+        g = req_game[order[r]]
+        pieces[:] = _START_PIECES
+        colours[:] = _START_COLOURS
+        mailbox[:] = _START_MAILBOX
+        castle = _WK | _WQ | _BK | _BQ
+        ep_sq = -1
+        hist_pieces[0, :] = pieces
+        hist_colours[0, :] = colours
+        hist_castle[0] = castle
+        hist_ep[0] = -1
+        hist_rule50[0] = 0
+        hist_reps[0] = 0
+        ply = 0
+        while r < n_req and req_game[order[r]] == g:
+            i = order[r]
+            if req_ply[i] == ply:
+                stm = ply & 1
+                end = _generate_legal(pieces, colours, stm, castle, ep_sq, codes, index, 0)
+                legal = False
+                for k in range(end):
+                    if codes[k] == req_code[i]:
+                        legal = True
+                        break
+                r += 1
+                if not legal:
+                    outcome[i] = OUTCOME_ILLEGAL
+                    continue
+                code = np.int64(req_code[i])
+                child_pieces[:] = pieces
+                child_colours[:] = colours
+                child_mailbox[:] = mailbox
+                c_castle, c_ep, c_lc0_ep, resets = _apply_move(
+                    child_pieces, child_colours, child_mailbox, stm, castle,
+                    code & 63, (code >> MOVE_TO_SHIFT) & 63, (code >> MOVE_PROMO_SHIFT) & 7,
+                )  # fmt: skip
+                j = ply + 1
+                hist_pieces[j, :] = child_pieces
+                hist_colours[j, :] = child_colours
+                hist_castle[j] = c_castle
+                hist_ep[j] = c_lc0_ep
+                hist_rule50[j] = 0 if resets else hist_rule50[ply] + 1
+                hist_reps[j] = _repetitions(
+                    hist_pieces, hist_colours, hist_castle, hist_ep, hist_rule50, hist_reps, j
+                )
+                _write_planes(
+                    planes, i, j, hist_pieces, hist_colours, hist_castle, hist_rule50, hist_reps
+                )
+                outcome[i] = _outcome(
+                    child_pieces, child_colours, 1 - stm, c_castle, c_ep,
+                    hist_rule50[j], hist_reps[j], codes, index,
+                )  # fmt: skip
+                continue
+            # No request left at this ply: the game goes on with its own move.
+            m = game_offsets[g] + ply
+            if ply >= game_offsets[g + 1] - game_offsets[g] or move_src[m] < 0:
+                while r < n_req and req_game[order[r]] == g:  # past the game's end
+                    outcome[order[r]] = OUTCOME_ILLEGAL
+                    r += 1
+                break
+            castle, ep_sq, lc0_ep, resets = _apply_move(
+                pieces, colours, mailbox, ply & 1, castle, move_src[m], move_dst[m], move_promo[m]
+            )
+            ply += 1
+            hist_pieces[ply, :] = pieces
+            hist_colours[ply, :] = colours
+            hist_castle[ply] = castle
+            hist_ep[ply] = lc0_ep
+            hist_rule50[ply] = 0 if resets else hist_rule50[ply - 1] + 1
+            hist_reps[ply] = _repetitions(
+                hist_pieces, hist_colours, hist_castle, hist_ep, hist_rule50, hist_reps, ply
+            )
+
+
 # ---------------------------------------------------------------------------------------------
 # Python API
 
@@ -768,6 +938,71 @@ def encode_games(
     if with_fen:
         positions.fen = _fens(array, positions)
     return positions
+
+
+class IllegalAfterMoveError(ValueError):
+    """A move given to :func:`encode_after` that is not legal in its position."""
+
+
+@dataclass
+class AfterPositions:
+    """Positions after one move from encoded positions (children, and each game's end)."""
+
+    planes: np.ndarray  # (R, 112, 8, 8) float32, lc0's input for the side to move there
+    outcome: np.ndarray  # (R,) int8 OUTCOME_NONE / OUTCOME_CHECKMATE / OUTCOME_DRAW
+    white_to_move: np.ndarray  # (R,) bool
+
+    def __len__(self) -> int:
+        return int(self.outcome.shape[0])
+
+
+def encode_after(
+    moves: Sequence[Sequence[str]] | pa.Array | pa.ChunkedArray,
+    games: np.ndarray,
+    plies: np.ndarray,
+    move_codes: np.ndarray,
+    *,
+    out: np.ndarray | None = None,
+) -> AfterPositions:
+    """Planes of the position after packed move ``move_codes[i]`` (``ChessPositions.legal_move``)
+    is played at ply ``plies[i]`` of game ``games[i]`` of ``moves`` (the same games as given to
+    :func:`encode_games`), and whether the game is over there.
+
+    With the game's own move at its last ply this is the position after the game; with a
+    likely move it is a candidate's position (expected loss). Bit-identical to
+    :func:`encode_games` of the prefix plus the move. Requests may come in any order.
+
+        >>> after = encode_after([["e2e4", "e7e5"]], np.array([0]), np.array([1]),
+        ...                      np.array([52 | (36 << 6)]))   # e7e5 at ply 1
+        >>> after.planes.shape, after.outcome.tolist()
+        ((1, 112, 8, 8), [0])
+    """
+    array = _as_list_array(moves)
+    game_offsets, src, dst, promo = _move_arrays(array)
+    games = np.ascontiguousarray(games, dtype=np.int64)
+    plies = np.ascontiguousarray(plies, dtype=np.int64)
+    move_codes = np.ascontiguousarray(move_codes, dtype=np.int16)
+    n = len(games)
+    if plies.shape != (n,) or move_codes.shape != (n,):
+        raise ValueError(f"games, plies and move_codes must be (R,), got {n}, {plies.shape!r}")
+    n_games = len(game_offsets) - 1
+    if n and (games.min() < 0 or games.max() >= n_games):
+        raise IndexError(f"game indices must be in [0, {n_games}), got {games!r}")
+    if out is None:
+        out = np.empty((n, NUM_PLANES, 8, 8), dtype=np.float32)
+    planes = out[:n]
+    outcome = np.zeros(n, dtype=np.int8)
+    if n:
+        order = np.lexsort((plies, games))  # by game, then ply
+        _after_kernel(
+            src, dst, promo, game_offsets, games, plies, move_codes, order,
+            planes.reshape(n, NUM_PLANES, 64), outcome,
+        )  # fmt: skip
+    bad = np.flatnonzero(outcome == OUTCOME_ILLEGAL)
+    if len(bad):
+        shown = [(int(games[i]), int(plies[i]), unpack_move(int(move_codes[i]))) for i in bad[:5]]
+        raise IllegalAfterMoveError(f"(game, ply, move) not legal there: {shown!r}")
+    return AfterPositions(planes, outcome, (plies & 1) == 1)
 
 
 def _fens(moves: pa.ListArray, positions: ChessPositions) -> list[str]:

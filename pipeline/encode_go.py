@@ -18,6 +18,13 @@ Games are encoded in one compiled call (one core; parallelism belongs to the Ray
     from pipeline.go_rules import GoGameSpec
     pos = encode_games([GoGameSpec(moves=["B:pd", "W:dp", "B:pp"])], rules="japanese", komi=6.5)
     pos.spatial.shape   # (3, 22, 19, 19)
+
+With ``keep_states=True`` the call also keeps each position's board state, and
+:func:`encode_children` encodes the position after any candidate move of any row (one play and
+one row encode each, no replay of the game): expected loss evaluates such children::
+
+    pos = encode_games(specs, keep_states=True)
+    kids = encode_children(pos.states, parents=np.array([0, 0]), moves=np.array([72, 361]))
 """
 
 from __future__ import annotations
@@ -32,8 +39,11 @@ from pipeline import go_spec as spec
 from pipeline.go_rules import (
     BLACK,
     EMPTY,
+    H_NBPASS,
+    H_NKO,
     H_NMOVES,
     H_NO_RESULT,
+    H_NWPASS,
     HF_HANDICAP_BONUS,
     HF_WHITE_BONUS,
     JOURNAL_LEN,
@@ -60,6 +70,7 @@ from pipeline.go_rules import (
     loc_of,
     make_move,
     move_loc_of,
+    new_board,
     new_history,
     parse_games,
     pass_would_end_phase,
@@ -72,6 +83,35 @@ from pipeline.go_rules import (
 NN = spec.NN_LEN
 LADDER_BUF_LEN = 1 << 14  # candidate-move buffer of one ladder search (KataGo grows a vector)
 LADDER_STACK_LEN = NN * NN * 3 // 2 + 1  # KataGo's arrSize: deeper searches count as captured
+
+
+class IllegalCandidateError(ValueError):
+    """A candidate move given to :func:`encode_children` that is not legal in its position."""
+
+
+@dataclass
+class GoBoardStates:
+    """What encoding the position after any move of an encoded position needs, per row.
+
+    Per position: the stones, the simple-ko point, the laddered stones (the next positions'
+    channels 15 and 16) and KataGo's history counters before the move; per game the ko and
+    pass hash histories, which only grow, so one array per game serves every prefix. With
+    these a child position costs one play and one row encode, never a replay of its game
+    (:func:`encode_children`). About 0.8 kB per position.
+    """
+
+    parsed: ParsedGames  # the games as encoded (rule and komi overrides applied)
+    game: np.ndarray  # (N,) int32 index of each row's game in ``parsed``
+    ply: np.ndarray  # (N,) int32
+    board: np.ndarray  # (N, 19, 19) int8 stone colours (go_rules EMPTY / BLACK / WHITE)
+    ladder: np.ndarray  # (N, 361) bool laddered stones of the board (channel 14)
+    history: np.ndarray  # (N, 8) int64 go_rules H_* counters
+    history_f: np.ndarray  # (N, 2) float64 go_rules HF_* bonuses
+    ko_point: np.ndarray  # (N,) int16 simple-ko policy index, -1 if none
+    legal: np.ndarray  # (N, 362) bool the rows' legal masks (superko bans included)
+    hash_offsets: np.ndarray  # (G+1,) int64 CSR of the per-game hash histories
+    ko_hashes: np.ndarray  # (H,) uint64
+    pass_hashes: np.ndarray  # (3, H) uint64, rows BLACK and WHITE used
 
 
 @dataclass
@@ -88,6 +128,7 @@ class GoPositions:
     ko_point: np.ndarray  # (N,) int16 policy index of the simple-ko point, -1 if none
     captured_by_last_move: np.ndarray  # (N,) int16 stones the previous move captured
     illegal_moves: list[tuple[int, int, str]]  # (game, ply, reason); games stop there
+    states: GoBoardStates | None = None  # only with keep_states=True
 
 
 # --------------------------------------------------------------------------------------------
@@ -657,7 +698,141 @@ def calculate_area(st, non_pass_alive_stones, safe_big, unsafe_big, multi, resul
 
 
 # --------------------------------------------------------------------------------------------
-# The batch kernel
+# One position's row: shared by the game kernel and the child kernel, so both encode alike
+
+
+@nb.njit(cache=True)
+def _fill_row(
+    st,
+    jr,
+    jp,
+    hi,
+    hf,
+    pass_hashes,
+    sk,
+    mloc,
+    mpla,
+    rule_row,
+    komi,
+    pla,
+    lad_cur,
+    lad_prev,
+    lad_prev2,
+    work_black,
+    work_white,
+    area,
+    buf,
+    stack,
+    n,
+    sp,
+    gl,
+    lg,
+):
+    """KataGo's fillRowV7 for side to move ``pla``: fills ``sp`` / ``gl`` / ``lg`` in place.
+
+    ``lad_cur`` (361,) receives this board's laddered stones (channel 14); ``lad_prev`` and
+    ``lad_prev2`` are those of the boards one and two moves ago (channels 15, 16). Returns
+    (White's komi from the mover's view before scaling, simple-ko policy index or -1).
+    """
+    ko_rule = rule_row[0]
+    scoring = rule_row[1]
+    tax = rule_row[2]
+    multi = rule_row[3] != 0
+    has_area = scoring == SCORING_AREA and tax == TAX_NONE
+    opp = 3 - pla
+    sp[:] = 0.0
+    gl[:] = 0.0
+    lg[:] = False
+    hide = hi[H_NO_RESULT] != 0
+
+    lad_cur[:] = False
+    work_black[:] = False
+    work_white[:] = False
+    iter_ladders(st, jr, jp, buf, stack, lad_cur, work_black, work_white, n)
+
+    ko = st[R_MISC, 0]
+    for y in range(n):
+        for x in range(n):
+            loc = loc_of(x, y, n)
+            sp[0, y, x] = 1.0
+            c = st[R_COLOR, loc]
+            if c == EMPTY:
+                if loc != ko and not is_illegal_suicide(st, loc, pla, multi, n) and not sk[loc]:
+                    lg[y * NN + x] = True
+                if sk[loc] and loc != ko:
+                    sp[6, y, x] = 1.0
+                continue
+            sp[1 if c == pla else 2, y, x] = 1.0
+            libs = st[R_LIBS, st[R_HEAD, loc]]
+            if libs <= 3:
+                sp[2 + libs, y, x] = 1.0
+    lg[spec.PASS_INDEX] = True
+    ko_index = -1
+    if ko != NULL_LOC:
+        sp[6, ko // (n + 1) - 1, ko % (n + 1) - 1] = 1.0
+        ko_index = _pos(ko, n)
+
+    included = 0
+    if not hide:
+        nm = hi[H_NMOVES]
+        for k in range(1, 6):
+            idx = nm - k
+            if idx < 0:
+                break
+            expected = opp if k % 2 == 1 else pla
+            if mpla[idx] != expected:
+                break
+            included = k
+            ml = mloc[idx]
+            if ml == PASS_LOC:
+                gl[k - 1] = 1.0
+            else:
+                sp[8 + k, ml // (n + 1) - 1, ml % (n + 1) - 1] = 1.0
+
+    prev = lad_cur if (hide or included < 1) else lad_prev
+    prev2 = prev if (hide or included < 2) else lad_prev2
+    work = work_black if opp == BLACK else work_white
+    for y in range(n):
+        for x in range(n):
+            p = y * NN + x
+            if lad_cur[p]:
+                sp[14, y, x] = 1.0
+            if prev[p]:
+                sp[15, y, x] = 1.0
+            if prev2[p]:
+                sp[16, y, x] = 1.0
+            if work[p]:
+                sp[17, y, x] = 1.0
+
+    if has_area:
+        calculate_area(st, True, True, True, multi, area, n)
+        for y in range(n):
+            for x in range(n):
+                a = area[loc_of(x, y, n)]
+                if a == pla:
+                    sp[18, y, x] = 1.0
+                elif a == opp:
+                    sp[19, y, x] = 1.0
+
+    if ko_rule != KO_SIMPLE:
+        gl[6] = 1.0
+        gl[7] = 0.5
+    if multi:
+        gl[8] = 1.0
+    if scoring == SCORING_TERRITORY:
+        gl[9] = 1.0
+    if tax != TAX_NONE:
+        gl[10] = 1.0
+    if tax == TAX_ALL:
+        gl[11] = 1.0
+    if not hide and pass_would_end_phase(st, hi, pass_hashes, pla, ko_rule, n):
+        gl[14] = 1.0
+    white_komi = hf[HF_WHITE_BONUS] + hf[HF_HANDICAP_BONUS] + komi
+    return (white_komi if pla == WHITE else -white_komi), ko_index
+
+
+# --------------------------------------------------------------------------------------------
+# The batch kernels
 
 
 @nb.njit(cache=True)
@@ -680,14 +855,19 @@ def _encode_kernel(
     self_komi,
     ko_point,
     last_captured,
+    keep_states,
+    st_board,
+    st_ladder,
+    st_hi,
+    st_hf,
+    hash_offsets,
+    ko_hash_out,
+    pass_hash_out,
 ):
+    """Replay every game, one row per position; with ``keep_states`` also what children need."""
     for g in range(len(sizes)):
         n = sizes[g]
         m0 = move_offsets[g]
-        ko_rule = rules[g, 0]
-        scoring = rules[g, 1]
-        tax = rules[g, 2]
-        multi = rules[g, 3] != 0
         st, bad = setup_board(setup_color, setup_index, setup_offsets[g], setup_offsets[g + 1], n)
         if bad or n_valid[g] == 0:
             continue
@@ -698,114 +878,52 @@ def _encode_kernel(
         )
         buf = np.zeros(LADDER_BUF_LEN, np.int32)
         stack = np.zeros((4, LADDER_STACK_LEN), np.int64)
-        lad = np.zeros((3, NN * NN), np.bool_)
+        lad = np.zeros((3, NN * NN), np.bool_)  # ring of the last three boards' ladders
         work_black = np.zeros(NN * NN, np.bool_)
         work_white = np.zeros(NN * NN, np.bool_)
         area = np.zeros(st.shape[1], np.int8)
-        has_area = scoring == SCORING_AREA and tax == TAX_NONE
         captured = 0
         for t in range(n_valid[g]):
             row = row_offsets[g] + t
             pla = move_color[m0 + t]
-            opp = 3 - pla
-            sp = spatial[row]
-            sp[:] = 0.0
-            gl = glob[row]
-            gl[:] = 0.0
-            lg = legal[row]
-            lg[:] = False
-            hide = hi[H_NO_RESULT] != 0
-
-            cur = lad[t % 3]
-            cur[:] = False
-            work_black[:] = False
-            work_white[:] = False
-            iter_ladders(st, jr, jp, buf, stack, cur, work_black, work_white, n)
-
-            ko = st[R_MISC, 0]
-            for y in range(n):
-                for x in range(n):
-                    loc = loc_of(x, y, n)
-                    sp[0, y, x] = 1.0
-                    c = st[R_COLOR, loc]
-                    if c == EMPTY:
-                        if (
-                            loc != ko
-                            and not is_illegal_suicide(st, loc, pla, multi, n)
-                            and not sk[loc]
-                        ):
-                            lg[y * NN + x] = True
-                        if sk[loc] and loc != ko:
-                            sp[6, y, x] = 1.0
-                        continue
-                    sp[1 if c == pla else 2, y, x] = 1.0
-                    libs = st[R_LIBS, st[R_HEAD, loc]]
-                    if libs <= 3:
-                        sp[2 + libs, y, x] = 1.0
-            lg[spec.PASS_INDEX] = True
-            if ko != NULL_LOC:
-                sp[6, ko // (n + 1) - 1, ko % (n + 1) - 1] = 1.0
-                ko_point[row] = _pos(ko, n)
-            else:
-                ko_point[row] = -1
-
-            included = 0
-            if not hide:
-                nm = hi[H_NMOVES]
-                for k in range(1, 6):
-                    idx = nm - k
-                    if idx < 0:
-                        break
-                    expected = opp if k % 2 == 1 else pla
-                    if mpla[idx] != expected:
-                        break
-                    included = k
-                    ml = mloc[idx]
-                    if ml == PASS_LOC:
-                        gl[k - 1] = 1.0
-                    else:
-                        sp[8 + k, ml // (n + 1) - 1, ml % (n + 1) - 1] = 1.0
-
-            prev = cur if (hide or included < 1) else lad[(t + 2) % 3]
-            prev2 = prev if (hide or included < 2) else lad[(t + 1) % 3]
-            work = work_black if opp == BLACK else work_white
-            for y in range(n):
-                for x in range(n):
-                    p = y * NN + x
-                    if cur[p]:
-                        sp[14, y, x] = 1.0
-                    if prev[p]:
-                        sp[15, y, x] = 1.0
-                    if prev2[p]:
-                        sp[16, y, x] = 1.0
-                    if work[p]:
-                        sp[17, y, x] = 1.0
-
-            if has_area:
-                calculate_area(st, True, True, True, multi, area, n)
+            if keep_states:
+                board = st_board[row]
+                board[:] = EMPTY
                 for y in range(n):
                     for x in range(n):
-                        a = area[loc_of(x, y, n)]
-                        if a == pla:
-                            sp[18, y, x] = 1.0
-                        elif a == opp:
-                            sp[19, y, x] = 1.0
-
-            if ko_rule != KO_SIMPLE:
-                gl[6] = 1.0
-                gl[7] = 0.5
-            if multi:
-                gl[8] = 1.0
-            if scoring == SCORING_TERRITORY:
-                gl[9] = 1.0
-            if tax != TAX_NONE:
-                gl[10] = 1.0
-            if tax == TAX_ALL:
-                gl[11] = 1.0
-            if not hide and pass_would_end_phase(st, hi, pass_hashes, pla, ko_rule, n):
-                gl[14] = 1.0
-            white_komi = hf[HF_WHITE_BONUS] + hf[HF_HANDICAP_BONUS] + komis[g]
-            self_komi[row] = white_komi if pla == WHITE else -white_komi
+                        board[y, x] = st[R_COLOR, loc_of(x, y, n)]
+                st_hi[row] = hi
+                st_hf[row] = hf
+            komi_row, ko_row = _fill_row(
+                st,
+                jr,
+                jp,
+                hi,
+                hf,
+                pass_hashes,
+                sk,
+                mloc,
+                mpla,
+                rules[g],
+                komis[g],
+                pla,
+                lad[t % 3],
+                lad[(t + 2) % 3],
+                lad[(t + 1) % 3],
+                work_black,
+                work_white,
+                area,
+                buf,
+                stack,
+                n,
+                spatial[row],
+                glob[row],
+                legal[row],
+            )
+            self_komi[row] = komi_row
+            ko_point[row] = ko_row
+            if keep_states:
+                st_ladder[row] = lad[t % 3]
             played[row] = move_index[m0 + t]
             last_captured[row] = captured
 
@@ -828,6 +946,156 @@ def _encode_kernel(
                 n,
             )
             jp[0] = 0
+        if keep_states:
+            # Both histories are append-only: the game's final arrays hold every prefix.
+            h0 = hash_offsets[g]
+            h1 = hash_offsets[g + 1]
+            ko_hash_out[h0:h1] = ko_hashes[: h1 - h0]
+            pass_hash_out[:, h0:h1] = pass_hashes[:, : h1 - h0]
+
+
+@nb.njit(cache=True)
+def _board_from_colors(colors, ko_index, jr, jp, n):
+    """Board state (chains, liberties) of a stored colour grid and simple-ko point.
+
+    Stones of a legal position all keep a liberty, so placing them in any order captures
+    nothing; chain lists may be linked in another order than the game built them, which
+    changes no feature (liberty counts, ladders and areas do not depend on it).
+    """
+    st = new_board(n)
+    for y in range(n):
+        for x in range(n):
+            c = colors[y, x]
+            if c != EMPTY:
+                play(st, jr, jp, loc_of(x, y, n), c, n)
+                jp[0] = 0
+    st[R_MISC, 0] = NULL_LOC if ko_index < 0 else loc_of(ko_index % NN, ko_index // NN, n)
+    return st
+
+
+@nb.njit(cache=True)
+def _child_kernel(
+    move_offsets,
+    move_color,
+    move_index,
+    setup_offsets,
+    setup_index,
+    sizes,
+    komis,
+    rules,
+    row_game,
+    row_ply,
+    st_board,
+    st_ladder,
+    st_hi,
+    st_hf,
+    st_ko,
+    hash_offsets,
+    ko_hash_in,
+    pass_hash_in,
+    parents,
+    moves,
+    spatial,
+    glob,
+    legal,
+    self_komi,
+    ko_point,
+    last_captured,
+):
+    """One row per (parent row, move): the position after ``moves[c]`` is played in it."""
+    jr = np.empty((JOURNAL_LEN, 3), np.int32)
+    jp = np.zeros(1, np.int64)
+    buf = np.zeros(LADDER_BUF_LEN, np.int32)
+    stack = np.zeros((4, LADDER_STACK_LEN), np.int64)
+    lad_cur = np.zeros(NN * NN, np.bool_)
+    no_ladder = np.zeros(NN * NN, np.bool_)
+    work_black = np.zeros(NN * NN, np.bool_)
+    work_white = np.zeros(NN * NN, np.bool_)
+    for c in range(len(parents)):
+        p = parents[c]
+        g = row_game[p]
+        t = row_ply[p]
+        n = sizes[g]
+        m0 = move_offsets[g]
+        pla = move_color[m0 + t]
+        st = _board_from_colors(st_board[p], st_ko[p], jr, jp, n)
+        hi = st_hi[p].copy()
+        hf = st_hf[p].copy()
+        h0 = hash_offsets[g]
+        length = hash_offsets[g + 1] - h0 + 1
+        ko_hashes = np.zeros(length, np.uint64)
+        ko_hashes[: hi[H_NKO]] = ko_hash_in[h0 : h0 + hi[H_NKO]]
+        pass_hashes = np.zeros((3, length), np.uint64)
+        pass_hashes[BLACK, : hi[H_NBPASS]] = pass_hash_in[BLACK, h0 : h0 + hi[H_NBPASS]]
+        pass_hashes[WHITE, : hi[H_NWPASS]] = pass_hash_in[WHITE, h0 : h0 + hi[H_NWPASS]]
+        # Moves and "ever occupied" points of the prefix come from the move list, not a replay.
+        mloc = np.zeros(length, np.int32)
+        mpla = np.zeros(length, np.int8)
+        was_ever = np.zeros(st.shape[1], np.bool_)
+        for k in range(setup_offsets[g], setup_offsets[g + 1]):
+            idx = setup_index[k]
+            was_ever[loc_of(idx % NN, idx // NN, n)] = True
+        for i in range(t):
+            ml = move_loc_of(move_index[m0 + i], n)
+            mloc[i] = ml
+            mpla[i] = move_color[m0 + i]
+            if ml != PASS_LOC:
+                was_ever[ml] = True
+        # The parent's superko bans only gate legality (the caller checks the legal mask);
+        # make_move recomputes the child's own bans from the hash history.
+        sk = np.zeros(st.shape[1], np.bool_)
+        area = np.zeros(st.shape[1], np.int8)
+        captured = make_move(
+            st,
+            jr,
+            jp,
+            hi,
+            hf,
+            ko_hashes,
+            pass_hashes,
+            was_ever,
+            sk,
+            mloc,
+            mpla,
+            move_loc_of(moves[c], n),
+            pla,
+            rules[g],
+            n,
+        )
+        jp[0] = 0
+        komi_row, ko_row = _fill_row(
+            st,
+            jr,
+            jp,
+            hi,
+            hf,
+            pass_hashes,
+            sk,
+            mloc,
+            mpla,
+            rules[g],
+            komis[g],
+            3 - pla,
+            lad_cur,
+            st_ladder[p],
+            st_ladder[p - 1] if t > 0 else no_ladder,
+            work_black,
+            work_white,
+            area,
+            buf,
+            stack,
+            n,
+            spatial[c],
+            glob[c],
+            legal[c],
+        )
+        self_komi[c] = komi_row
+        ko_point[c] = ko_row
+        last_captured[c] = captured
+
+
+# --------------------------------------------------------------------------------------------
+# Python API
 
 
 def _komi_features(
@@ -848,10 +1116,27 @@ def _komi_features(
     return g5.astype(f32), np.where(area_scoring, wave, f32(0.0)).astype(f32)
 
 
+def _set_komi_features(glob: np.ndarray, self_komi: np.ndarray, parsed: ParsedGames,
+                       games: np.ndarray) -> None:  # fmt: skip
+    """Write globals 5 and 18 of rows whose games (indices into ``parsed``) are ``games``."""
+    sizes = parsed.board_size[games].astype(np.int64)
+    area_scoring = parsed.rules[games, 1] == SCORING_AREA
+    g5, g18 = _komi_features(self_komi, sizes * sizes, area_scoring)
+    glob[:, spec.GL_SELF_KOMI] = g5
+    glob[:, spec.GL_KOMI_PARITY] = g18
+
+
 def encode_parsed(
-    parsed: ParsedGames, *, out: tuple[np.ndarray, np.ndarray] | None = None
+    parsed: ParsedGames,
+    *,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
+    keep_states: bool = False,
 ) -> GoPositions:
-    """Encode already parsed games; ``out`` = (spatial, global) arrays to fill (≥ N rows)."""
+    """Encode already parsed games; ``out`` = (spatial, global) arrays to fill (≥ N rows).
+
+    ``keep_states`` also returns :class:`GoBoardStates` (``positions.states``), from which
+    :func:`encode_children` encodes the position after any move of any row.
+    """
     replay = replay_parsed(parsed)
     n_valid = replay.num_valid_moves
     g = len(n_valid)
@@ -868,6 +1153,17 @@ def encode_parsed(
     self_komi = np.empty(total, np.float32)
     ko_point = np.empty(total, np.int16)
     last_captured = np.empty(total, np.int16)
+    kept = total if keep_states else 0
+    hash_offsets = np.zeros(g + 1, np.int64)
+    if keep_states:
+        np.cumsum(np.where(n_valid > 0, n_valid + 1, 0), out=hash_offsets[1:])
+    n_hashes = int(hash_offsets[-1])
+    st_board = np.zeros((kept, NN, NN), np.int8)
+    st_ladder = np.zeros((kept, NN * NN), np.bool_)
+    st_hi = np.zeros((kept, 8), np.int64)
+    st_hf = np.zeros((kept, 2), np.float64)
+    ko_hashes = np.zeros(n_hashes, np.uint64)
+    pass_hashes = np.zeros((3, n_hashes), np.uint64)
     if total:
         _encode_kernel(
             parsed.move_offsets,
@@ -888,16 +1184,26 @@ def encode_parsed(
             self_komi,
             ko_point,
             last_captured,
+            keep_states,
+            st_board,
+            st_ladder,
+            st_hi,
+            st_hf,
+            hash_offsets,
+            ko_hashes,
+            pass_hashes,
         )
     game_index = np.repeat(np.arange(g, dtype=np.int32), n_valid)
     ply = (np.arange(total, dtype=np.int64) - np.repeat(row_offsets[:-1], n_valid)).astype(np.int32)
     starts = parsed.move_offsets[:-1]
     black = parsed.move_color[np.repeat(starts, n_valid) + ply] == BLACK
-    sizes = np.repeat(parsed.board_size, n_valid).astype(np.int64)
-    area_scoring = np.repeat((parsed.rules[:, 1] == SCORING_AREA), n_valid)
-    g5, g18 = _komi_features(self_komi, sizes * sizes, area_scoring)
-    glob[:, spec.GL_SELF_KOMI] = g5
-    glob[:, spec.GL_KOMI_PARITY] = g18
+    _set_komi_features(glob, self_komi, parsed, game_index)
+    states = None
+    if keep_states:
+        states = GoBoardStates(
+            parsed, game_index.copy(), ply.copy(), st_board, st_ladder, st_hi, st_hf,
+            ko_point.copy(), legal, hash_offsets, ko_hashes, pass_hashes,
+        )  # fmt: skip
     return GoPositions(
         spatial,
         glob,
@@ -909,6 +1215,7 @@ def encode_parsed(
         ko_point,
         last_captured,
         replay.illegal_moves,
+        states,
     )
 
 
@@ -918,11 +1225,99 @@ def encode_games(
     rules: str | None = None,
     komi: float | None = None,
     out: tuple[np.ndarray, np.ndarray] | None = None,
+    keep_states: bool = False,
 ) -> GoPositions:
     """KataGo v7 inputs of every position before each move of ``games`` (contract C7).
 
     ``rules`` / ``komi`` override each game's own (for example komi 6.5 for Fox's ``KM[0]``
     games, as KataGo's own Fox training data does). A game stops at its first illegal move,
-    which is listed in ``illegal_moves``.
+    which is listed in ``illegal_moves``. ``keep_states``: see :func:`encode_parsed`.
     """
-    return encode_parsed(parse_games(games, rules=rules, komi=komi), out=out)
+    return encode_parsed(
+        parse_games(games, rules=rules, komi=komi), out=out, keep_states=keep_states
+    )
+
+
+def encode_children(
+    states: GoBoardStates,
+    parents: np.ndarray,
+    moves: np.ndarray,
+    *,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
+) -> GoPositions:
+    """KataGo v7 inputs of the position after policy index ``moves[i]`` is played in row
+    ``parents[i]`` of the :func:`encode_games` call that kept ``states``.
+
+    Each child is one play on the parent's stored board and one row encode: bit-identical to
+    encoding the game prefix with that move appended (tests/test_extract_go.py checks it on
+    real games), at the cost of one position instead of a replay. ``played_index`` of a child
+    is -1 (no move is known there); ``illegal_moves`` is empty.
+    """
+    parents = np.ascontiguousarray(parents, dtype=np.int64)
+    moves = np.ascontiguousarray(moves, dtype=np.int16)
+    if parents.shape != moves.shape or parents.ndim != 1:
+        raise ValueError(f"parents {parents.shape!r} and moves {moves.shape!r} must be (C,)")
+    total = len(parents)
+    if total and (parents.min() < 0 or parents.max() >= len(states.game)):
+        raise IndexError(f"parent rows must be in [0, {len(states.game)}), got {parents!r}")
+    if total and ((moves < 0) | (moves >= spec.POLICY_SIZE)).any():
+        raise IllegalCandidateError(f"policy indices must be in [0, 362), got {moves!r}")
+    bad = np.flatnonzero(~states.legal[parents, moves]) if total else np.zeros(0, np.int64)
+    if len(bad):
+        pairs = list(zip(parents[bad].tolist(), moves[bad].tolist(), strict=True))[:5]
+        raise IllegalCandidateError(f"(parent row, move) pairs not legal there: {pairs!r}")
+    if out is None:
+        spatial = np.empty((total, spec.NUM_SPATIAL, NN, NN), np.float32)
+        glob = np.empty((total, spec.NUM_GLOBAL), np.float32)
+    else:
+        spatial, glob = out[0][:total], out[1][:total]
+    legal = np.empty((total, spec.POLICY_SIZE), np.bool_)
+    self_komi = np.empty(total, np.float32)
+    ko_point = np.empty(total, np.int16)
+    last_captured = np.empty(total, np.int16)
+    parsed = states.parsed
+    if total:
+        _child_kernel(
+            parsed.move_offsets,
+            parsed.move_color,
+            parsed.move_index,
+            parsed.setup_offsets,
+            parsed.setup_index,
+            parsed.board_size,
+            parsed.komi,
+            parsed.rules,
+            states.game,
+            states.ply,
+            states.board,
+            states.ladder,
+            states.history,
+            states.history_f,
+            states.ko_point,
+            states.hash_offsets,
+            states.ko_hashes,
+            states.pass_hashes,
+            parents,
+            moves,
+            spatial,
+            glob,
+            legal,
+            self_komi,
+            ko_point,
+            last_captured,
+        )
+    games = states.game[parents]
+    ply = states.ply[parents] + 1
+    mover = parsed.move_color[parsed.move_offsets[games] + states.ply[parents]]
+    _set_komi_features(glob, self_komi, parsed, games)
+    return GoPositions(
+        spatial,
+        glob,
+        legal,
+        np.full(total, -1, np.int16),
+        games.astype(np.int32),
+        ply.astype(np.int32),
+        mover == WHITE,  # the opponent of the parent's mover is to move
+        ko_point,
+        last_captured,
+        [],
+    )

@@ -1,11 +1,13 @@
-"""Chess feature extraction steps: games → positions → Maia priors + Stockfish values → features.
+"""Chess feature extraction steps: games → positions → Maia priors + values → features.
 
 Plain step classes (no ray); ``pipeline/extract.py`` runs them on Ray, and tests call them
 directly. A chunk of games flows through four steps::
 
     encode_chess(games)                 CPU task     ChessWork (bit-packed planes, legal moves)
     ChessNetStep(config)(work)          net actor    priors / log-priors / top-1 per Maia net,
-                                                     the expected-loss net's likely moves
+                                                     the expected-loss net's likely moves; with
+                                                     ``value.evaluator: net`` also the value
+                                                     net's win rates (below)
     ChessValueStep(settings)(work, nets, lo, hi)     Stockfish actor, games [lo, hi): win rate
                                                      of every position, the final one and the
                                                      likely moves' resulting positions
@@ -13,7 +15,23 @@ directly. A chunk of games flows through four steps::
 
 Values are from the mover's view: ``v_before[i]`` is the value of the position before ply i for
 the side to move; ``v_after[i] = −v(position i+1)`` (the opponent moves there), so
-``v_after[i] == −v_before[i+1]`` exactly, and each position is searched once.
+``v_after[i] == −v_before[i+1]`` exactly, and each position is evaluated once.
+
+Both evaluators give the side to move's expected score ``w`` and ``v = log(w / (1 − w))`` with
+w clipped to [1e-4, 1 − 1e-4] (``stockfish_eval.win_rate_to_v``), so the columns mean the same:
+
+- Stockfish: ``w = (W + D/2) / 1000`` of its WDL output at ``value.nodes`` nodes.
+- An Lc0-format net (``value.evaluator: net``, ``value.model`` a registry name, the Maia
+  loader): ``w = W + D/2`` of the softmax of its WDL head (the expected score, the same
+  quantity Stockfish's WDL gives; a scalar-value net's ``Q`` gives ``w = (1 + Q) / 2``). The
+  positions are evaluated in the imitation nets' batches (one pass when the value net is also
+  an imitation net); the position after each game's last move and the likely moves' positions
+  are encoded in the actor (``encode_chess.encode_after``) and evaluated in a second pass, in
+  batches of ``batch_size``.
+- Positions where the game is over are exact for both: checkmate w = 0, stalemate,
+  insufficient material, the 75-move rule and fivefold repetition w = ½ (python-chess
+  ``Board.outcome()``; the net path checks the positions after a move, those before a played
+  move are never over).
 """
 
 from __future__ import annotations
@@ -28,9 +46,15 @@ import pyarrow as pa
 
 from pipeline.chess_policy import policy_over_legal
 from pipeline.chess_spec import POLICY_SIZE, unpack_move
-from pipeline.encode_chess import ChessPositions, encode_games
+from pipeline.encode_chess import (
+    OUTCOME_CHECKMATE,
+    OUTCOME_DRAW,
+    ChessPositions,
+    encode_after,
+    encode_games,
+)
 from pipeline.expected_loss import LikelyMoves, csr_to_dense, expected_loss, likely_moves
-from pipeline.extract_config import ExtractConfig
+from pipeline.extract_config import ConfigError, ExtractConfig
 from pipeline.features_rows import build_table, game_columns
 from pipeline.features_schema import column_slug
 from pipeline.net_bank import NetBank, NetJob
@@ -60,8 +84,10 @@ class ChessNetResult:
     top1: dict[str, np.ndarray]  # (N,) bool
     sscore: dict[str, np.ndarray]
     likely: LikelyMoves | None  # (N, k) positions in each legal list
+    values: ChessValues | None = None  # value.evaluator "net": the value net's win rates
     seconds: float = 0.0
     net_seconds: float = 0.0
+    child_encode_seconds: float = 0.0
 
 
 @dataclass
@@ -99,6 +125,25 @@ def _nets_to_load(config: ExtractConfig) -> list[str]:
     return models
 
 
+def win_rate_from_value_head(out: np.ndarray) -> np.ndarray:
+    """(B,) float64 expected score of the side to move from an Lc0 value head's output.
+
+    ``out`` (B, 3): WDL logits → softmax → ``W + D/2``; (B, 1): ``Q`` in [−1, 1] → ``(1 + Q)/2``.
+    """
+    out = np.asarray(out, dtype=np.float64)
+    if out.shape[1] == 1:
+        return (1.0 + out[:, 0]) / 2.0
+    p = np.exp(out - out.max(axis=1, keepdims=True))  # (B, 3)
+    p /= p.sum(axis=1, keepdims=True)
+    return p[:, 0] + p[:, 1] / 2.0
+
+
+def apply_outcome(w: np.ndarray, outcome: np.ndarray) -> np.ndarray:
+    """Win rates with finished games made exact: checkmate 0 (the mover lost), draws ½."""
+    w = np.where(outcome == OUTCOME_CHECKMATE, 0.0, w)
+    return np.where(outcome == OUTCOME_DRAW, 0.5, w)
+
+
 class ChessNetStep:
     """Holds every chess net of a run; turns a chunk's positions into per-net columns."""
 
@@ -113,6 +158,31 @@ class ChessNetStep:
             cache_dir=cache_dir,
             threads=config.evaluator_cpus,
         )
+        self.jobs = {
+            net.name: NetJob(net.name, net.model, ("policy",)) for net in config.imitation_nets
+        }
+        self.jobs.update(
+            {net.name: NetJob(net.name, net.model, ("sscore",)) for net in config.strength_nets}
+        )
+        self.value_key: str | None = None
+        if config.value.evaluator == "net":
+            model = config.value.model
+            names = self.bank.evaluators[model].output_names
+            self.value_output = "wdl" if "wdl" in names else "value"
+            if self.value_output not in names:
+                raise ConfigError(
+                    f"value.model {model!r} has outputs {names!r}: an Lc0-format value net"
+                    " needs a 'wdl' or 'value' head"
+                )
+            # A value net that is also an imitation net keeps its value output in that pass.
+            shared = [net.name for net in config.imitation_nets if net.model == model]
+            if shared:
+                self.value_key = shared[0]
+                job = self.jobs[shared[0]]
+                self.jobs[shared[0]] = NetJob(job.key, model, ("policy", self.value_output))
+            else:
+                self.value_key = f"value:{model}"
+                self.jobs[self.value_key] = NetJob(self.value_key, model, (self.value_output,))
 
     def __call__(self, work: ChessWork) -> ChessNetResult:
         t0 = time.perf_counter()
@@ -130,9 +200,7 @@ class ChessNetStep:
                 inputs["played"] = one_hot
             return inputs
 
-        jobs = [NetJob(net.name, net.model, ("policy",)) for net in self.config.imitation_nets]
-        jobs += [NetJob(net.name, net.model, ("sscore",)) for net in self.config.strength_nets]
-        outputs = self.bank.run(jobs, source, n)
+        outputs = self.bank.run(list(self.jobs.values()), source, n)
 
         result = ChessNetResult({}, {}, {}, {}, None)
         el_net = self.config.expected_loss.net
@@ -152,9 +220,71 @@ class ChessNetStep:
                 )
         for net in self.config.strength_nets:
             result.sscore[net.name] = outputs[net.name]["sscore"].reshape(n).astype(np.float32)
+        if self.value_key is not None:
+            w = win_rate_from_value_head(outputs[self.value_key][self.value_output])
+            result.values, result.child_encode_seconds = self._values(work, w, result.likely)
         result.net_seconds = self.bank.timer.net_s - net_before
         result.seconds = time.perf_counter() - t0
         return result
+
+    def _values(
+        self, work: ChessWork, w: np.ndarray, likely: LikelyMoves | None
+    ) -> tuple[ChessValues, float]:
+        """The value net's win rates laid out as Stockfish's (one ChessValues for all games),
+        and the seconds spent encoding positions after moves.
+
+        ``w`` (N,) are the positions' own; the position after each game's last move and after
+        each likely move other than the played one are encoded here and evaluated in batches.
+        """
+        pos = work.positions
+        n = len(pos)
+        last = np.flatnonzero(np.append(pos.game_index[1:] != pos.game_index[:-1], n > 0))
+        parents = [last]
+        at = pos.legal_offsets[last] + pos.played_legal_pos[last]
+        codes = [pos.legal_move[at]]
+        k = likely.index.shape[1] if likely is not None else 0
+        if likely is not None:
+            need = likely.keep & (likely.index != pos.played_legal_pos[:, None])  # (N, k)
+            rows, cols = np.nonzero(need)
+            parents.append(rows)
+            codes.append(pos.legal_move[pos.legal_offsets[rows] + likely.index[rows, cols]])
+        parents = np.concatenate(parents)
+        codes = np.concatenate(codes)
+        w_after, encode_s = self._evaluate_after(work, parents, codes)
+        _, rank = game_ranges(work)
+        w_ext = np.empty(n + len(last))  # positions, each game's followed by its final one
+        w_ext[np.arange(n) + rank] = w
+        w_ext[last + rank[last] + 1] = w_after[: len(last)]
+        w_likely = np.full((n, k), np.nan)
+        if likely is not None:
+            w_likely[rows, cols] = w_after[len(last) :]
+        return ChessValues(0, work.games.num_rows, w_ext, w_likely), encode_s
+
+    def _evaluate_after(
+        self, work: ChessWork, parents: np.ndarray, codes: np.ndarray
+    ) -> tuple[np.ndarray, float]:
+        """Win rates after move ``codes[i]`` in position ``parents[i]``; and encode seconds."""
+        pos = work.positions
+        job = self.jobs[self.value_key]
+        job = NetJob(job.key, job.model, (self.value_output,))
+        w = np.empty(len(parents))
+        encode_s = 0.0
+        step = self.bank.batch_size
+        for start in range(0, len(parents), step):
+            stop = min(start + step, len(parents))
+            p = parents[start:stop]
+            t0 = time.perf_counter()
+            after = encode_after(
+                work.games["moves"], pos.game_index[p], pos.ply[p], codes[start:stop]
+            )
+            encode_s += time.perf_counter() - t0
+
+            def source(a: int, b: int, after=after) -> dict[str, np.ndarray]:
+                return {"planes": after.planes[a:b]}  # (B, 112, 8, 8)
+
+            out = self.bank.run([job], source, stop - start)[job.key][self.value_output]
+            w[start:stop] = apply_outcome(win_rate_from_value_head(out), after.outcome)
+        return w, encode_s
 
 
 def game_ranges(work: ChessWork) -> tuple[np.ndarray, np.ndarray]:
@@ -230,6 +360,8 @@ def assemble_chess(
     """The features table of one chunk (schema ``config.schema()``), rows in game / ply order."""
     pos = work.positions
     n = len(pos)
+    if config.value.evaluator == "net":
+        values = [nets.values]
     values = sorted(values, key=lambda v: v.lo)
     w_ext = np.concatenate([v.w_positions for v in values]) if values else np.zeros(0)
     _, rank = game_ranges(work)

@@ -46,8 +46,9 @@ class NetConfig:
 
     name: str  # column name part: prior_<slug(name)>, e.g. "maia-1500" → prior_maia_1500
     model: str  # registry name (``kibitz models list``) or a path to a weights file
-    # Go HumanSL nets only: the metadata profile (KataGo's "rank_5k", "preaz_1d" …) fed as the
-    # net's "meta" input; one net file gives one imitation level per profile.
+    # Go only. A KataGo HumanSL net: the metadata profile ("rank_5k", "preaz_1d" …) fed as its
+    # "meta" input (one pass per profile). A rank-conditioned policy (kibitz-go-policy): the
+    # rank ("5k", "3d"), every rank of one model from one trunk pass. One level per entry.
     profile: str | None = None
 
 
@@ -55,8 +56,10 @@ class NetConfig:
 class ValueConfig:
     """The evaluator whose value gives v_before / v_after / loss."""
 
-    evaluator: str = "stockfish"  # chess: "stockfish" | "net" (Lc0-format WDL/value net); go: "net"
-    model: str | None = None  # registry name when evaluator == "net"
+    # chess: "stockfish" | "net" (an Lc0-format WDL or scalar-value net run in the net actor,
+    # w = W + D/2 of its WDL); go: "net" (KataGo's score lead)
+    evaluator: str = "stockfish"
+    model: str | None = None  # registry name when evaluator == "net", e.g. maia-1900
     # Stockfish: 2,000 nodes ≈ 5–8 ms a position on one core here (Stockfish 15.1), depth 7–9;
     # the WDL stays within a few per cent of a 10,000-node search on ordinary positions.
     nodes: int = 2000
@@ -68,7 +71,9 @@ class ValueConfig:
 class ExpectedLossConfig:
     """E[loss] = Σ prior(a)·loss(a) over the likely moves a of one imitation net."""
 
-    net: str | None = None  # name of an imitation net; None turns expected loss off
+    # name of an imitation net; None turns expected loss off. Each likely move other than the
+    # played one costs one more value evaluation (Stockfish search or value-net row).
+    net: str | None = None
     prior_share: float = 0.9  # take the most likely moves until they cover this prior mass …
     max_moves: int = 5  # … but never more than this many (each costs one evaluation)
 
@@ -134,17 +139,6 @@ class ExtractConfig:
             )
         if self.value.evaluator == "net" and not self.value.model:
             raise ConfigError("value.evaluator is 'net' but value.model names no net")
-        if self.game == "chess" and self.value.evaluator != "stockfish":
-            raise ConfigError(
-                "chess value.evaluator 'net' is not available yet: the chess encoder does not"
-                " encode the position after a game's last move; use 'stockfish'"
-            )
-        if self.game == "go" and self.expected_loss.net is not None:
-            raise ConfigError(
-                "Go expected_loss is not available yet: the Go encoder cannot encode the"
-                " positions after candidate moves without replaying every prefix; set"
-                " expected_loss.net: null"
-            )
         if self.game == "go" and self.value.evaluator != "net":
             raise ConfigError("Go needs value.evaluator: net (a KataGo net's score lead)")
         if self.value.nodes < 1 or self.value.hash_mb < 1:

@@ -3,9 +3,15 @@
 Plain step classes (no ray); ``pipeline/extract.py`` runs them on Ray, tests call them directly::
 
     encode_go(games, config)            CPU task   GoWork: every position before each move AND
-                                                   the final position of each game (bit-packed)
+                                                   the final position of each game (bit-packed);
+                                                   with expected loss also each position's board
+                                                   state (pipeline.encode_go.GoBoardStates)
     GoNetStep(config)(work)             net actor  policy of every imitation net (HumanSL
-                                                   profiles as their "meta" input), White's lead
+                                                   profiles as their "meta" input, every rank of
+                                                   a rank-conditioned policy from one pass),
+                                                   s-scores of the played moves, White's lead of
+                                                   every position and of the expected-loss net's
+                                                   likely moves' positions
     assemble_go(config, work, nets)     CPU task   the features table
 
 Evaluation (Kuboki et al. 2025): KataGo's score lead in points. ``v_before[i]`` is the lead of
@@ -14,6 +20,12 @@ from the same player's view, ``loss = v_before − v_after``. Each position is e
 with alternating moves ``v_after[i] == −v_before[i+1]``. The final position after the last
 move is encoded by appending a pass for the side to move (legal everywhere; only its input
 row is used), so it comes out of the same compiled encoder call.
+
+Expected loss: the expected-loss net's likely moves of every position (``pipeline.
+expected_loss``) are played on the position's stored board (``encode_children``: one play and
+one row encode each, no replay of the game), and the value net gives the lead after each, in
+batches of ``batch_size`` children in the same actor call, right after the positions' pass.
+The played move needs no child: its position is the next row.
 """
 
 from __future__ import annotations
@@ -24,17 +36,21 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from pipeline.encode_go import GoPositions, encode_games
-from pipeline.extract_config import ExtractConfig
+from pipeline.encode_go import GoPositions, encode_children, encode_games
+from pipeline.expected_loss import LikelyMoves, expected_loss, likely_moves
+from pipeline.extract_config import ConfigError, ExtractConfig, NetConfig
 from pipeline.features_rows import build_table, game_columns
 from pipeline.features_schema import column_slug
 from pipeline.go_metadata import humansl_metadata
-from pipeline.go_outputs import postprocess
+from pipeline.go_outputs import policy_probabilities, postprocess
+from pipeline.go_rank_policy import GoRankPolicyNet, rank_index
 from pipeline.go_rules import GoGameSpec
+from pipeline.go_spec import POLICY_SIZE
 from pipeline.net_bank import NetBank, NetJob
 from pipeline.packed_planes import PackedPlanes, pack_planes
 
 LOG_PRIOR_FLOOR = float(np.log(1e-6))  # features_schema: logprior floored at log(1e-6)
+KATAGO_OUTPUTS = ("policy", "value", "misc", "ownership")  # what go_outputs.postprocess reads
 
 
 @dataclass
@@ -55,10 +71,13 @@ class GoNetResult:
     prior: dict[str, np.ndarray]  # (M,) per imitation net, rows of real moves only
     logprior: dict[str, np.ndarray]
     top1: dict[str, np.ndarray]
-    sscore: dict[str, np.ndarray]
+    sscore: dict[str, np.ndarray]  # (M,) per strength net
     white_lead: np.ndarray  # (N,) every encoded row, final positions included
+    likely: LikelyMoves | None = None  # (M, k) the expected-loss net's likely moves (policy index)
+    white_lead_likely: np.ndarray | None = None  # (M, k) lead after each; NaN: not evaluated
     seconds: float = 0.0
     net_seconds: float = 0.0
+    child_encode_seconds: float = 0.0
 
 
 def _specs(games: pa.Table, rows: np.ndarray) -> list[GoGameSpec]:
@@ -86,13 +105,18 @@ def encode_go(games: pa.Table, config: ExtractConfig) -> GoWork:
     """Encode every position of ``games`` plus each final position.
 
     Games with no move have no rows; games the rules engine rejects are dropped with the reason.
+    Board states are kept only when expected loss is on (they cost ~0.8 kB a position).
     """
     t0 = time.perf_counter()
+    keep_states = config.expected_loss.net is not None
     n_moves = np.asarray(games["num_plies"].to_numpy(zero_copy_only=False), dtype=np.int64)
     rows = np.flatnonzero(n_moves > 0)
     failed: dict[int, str] = {}
     while True:
-        pos = encode_games(_specs(games, rows), rules=config.go_rules, komi=config.go_komi)
+        pos = encode_games(
+            _specs(games, rows), rules=config.go_rules, komi=config.go_komi,
+            keep_states=keep_states,
+        )  # fmt: skip
         bad = {int(rows[g]): f"{why} at ply {ply}" for g, ply, why in pos.illegal_moves}
         if not bad:
             break
@@ -109,8 +133,21 @@ def encode_go(games: pa.Table, config: ExtractConfig) -> GoWork:
     return GoWork(games, pos, spatial, global_, is_move, failed, time.perf_counter() - t0)
 
 
+def _one_hot(index: np.ndarray) -> np.ndarray:
+    """(B, 362) float32 one-hot rows of policy indices: the ``played`` input of strength nets."""
+    out = np.zeros((len(index), POLICY_SIZE), np.float32)  # (B, 362)
+    out[np.arange(len(index)), index] = 1.0
+    return out
+
+
 class GoNetStep:
-    """Holds every Go net of a run (imitation levels, value net); one pass per distinct net."""
+    """Holds every Go net of a run (imitation levels, strength nets, value net).
+
+    One pass per distinct net input: KataGo as imitation AND value net runs once; a
+    rank-conditioned policy (``pipeline.go_rank_policy``, e.g. ``kibitz-go-policy``) runs its
+    trunk once and gives every configured rank (``profile: 3d``); a KataGo HumanSL net runs once
+    per profile (its "meta" input differs).
+    """
 
     def __init__(self, config: ExtractConfig, *, device: str | None = None, cache_dir=None):
         self.config = config
@@ -125,39 +162,104 @@ class GoNetStep:
             cache_dir=cache_dir,
             threads=config.evaluator_cpus,
         )
-        # One job per distinct (model, profile): KataGo as imitation AND value net runs once.
-        self.jobs: dict[tuple[str, str | None], NetJob] = {}
-        for net in [*config.imitation_nets, *config.strength_nets]:
-            key = (net.model, net.profile)
-            if key not in self.jobs:
-                renames = {"meta": f"meta:{net.profile}"} if net.profile else {}
-                outputs = (
-                    ("sscore",)
-                    if net in config.strength_nets
-                    else ("policy", "value", "misc", "ownership")
+        self.jobs: dict[str, NetJob] = {}  # job key → job
+        self.imitation_job: dict[str, str] = {}  # imitation net name → job key
+        self.rank_of: dict[str, int] = {}  # imitation net name → rank axis index
+        self.meta_rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for net in config.imitation_nets:
+            self.imitation_job[net.name] = self._add_imitation(net)
+        self.strength_job: dict[str, str] = {}  # strength net name → job key
+        for net in config.strength_nets:
+            key = f"{net.model}#sscore"
+            self.jobs.setdefault(key, NetJob(key, net.model, ("sscore",)))
+            self.strength_job[net.name] = key
+        self.value_key = f"{config.value.model}#None"
+        self.jobs.setdefault(
+            self.value_key, NetJob(self.value_key, config.value.model, KATAGO_OUTPUTS)
+        )
+
+    def _add_imitation(self, net: NetConfig) -> str:
+        """Register the job that gives ``net``'s policy; return its key."""
+        model = self.bank.nets[net.model]
+        if isinstance(model, GoRankPolicyNet):
+            if net.profile is None:
+                raise ConfigError(
+                    f"imitation net {net.name!r}: {net.model!r} is rank-conditioned; give the"
+                    " rank as its profile, e.g. profile: 3d"
                 )
-                self.jobs[key] = NetJob(f"{net.model}#{net.profile}", net.model, outputs, renames)
-        # HumanSL profiles: KataGo's metadata row, which depends on the side to move.
-        self.meta_rows = {
-            f"meta:{net.profile}": (
+            self.rank_of[net.name] = rank_index(net.profile)
+            key = f"{net.model}#ranks"  # one trunk pass serves every rank of this model
+            self.jobs.setdefault(key, NetJob(key, net.model, ("policy",)))
+            return key
+        key = f"{net.model}#{net.profile}"
+        renames = {}
+        if net.profile is not None:
+            if "meta" not in self.bank.evaluators[net.model].input_names:
+                raise ConfigError(
+                    f"imitation net {net.name!r}: profile {net.profile!r} given but"
+                    f" {net.model!r} takes no HumanSL metadata input"
+                )
+            renames = {"meta": f"meta:{net.profile}"}
+            # KataGo's metadata row depends on the side to move.
+            self.meta_rows[f"meta:{net.profile}"] = (
                 humansl_metadata(net.profile, black_to_move=True),
                 humansl_metadata(net.profile, black_to_move=False),
             )
-            for net in config.imitation_nets + config.strength_nets
-            if net.profile
-        }
-        value_key = (config.value.model, None)
-        if value_key not in self.jobs:
-            self.jobs[value_key] = NetJob(f"{config.value.model}#None", config.value.model,
-                                          ("policy", "value", "misc", "ownership"))  # fmt: skip
+        self.jobs.setdefault(key, NetJob(key, net.model, KATAGO_OUTPUTS, renames))
+        return key
+
+    def _policies(self, outputs: dict, pos: GoPositions) -> dict[str, np.ndarray]:
+        """(N, 362) probabilities over the legal moves of every imitation net, all rows."""
+        cache: dict[str, np.ndarray] = {}
+        policies = {}
+        for net in self.config.imitation_nets:
+            key = self.imitation_job[net.name]
+            if net.name in self.rank_of:
+                logits = outputs[key]["policy"][:, self.rank_of[net.name]]  # (N, 362)
+                policies[net.name] = policy_probabilities(logits, pos.legal)
+                continue
+            if key not in cache:
+                meta = self.bank.nets[self.jobs[key].model].meta
+                cache[key] = postprocess(outputs[key], pos.legal, pos.black_to_move, meta).policy
+            policies[net.name] = cache[key]
+        return policies
+
+    def _child_leads(
+        self, states, parents: np.ndarray, moves: np.ndarray
+    ) -> tuple[np.ndarray, float]:
+        """White's lead after move ``moves[i]`` in row ``parents[i]``, one batch at a time.
+
+        Returns the leads and the seconds spent encoding the children.
+        """
+        job = self.jobs[self.value_key]
+        meta = self.bank.nets[job.model].meta
+        leads = np.empty(len(parents), np.float64)
+        encode_s = 0.0
+        step = self.bank.batch_size
+        for start in range(0, len(parents), step):
+            stop = min(start + step, len(parents))
+            t0 = time.perf_counter()
+            kids = encode_children(states, parents[start:stop], moves[start:stop])
+            encode_s += time.perf_counter() - t0
+
+            def source(a: int, b: int, kids=kids) -> dict[str, np.ndarray]:
+                return {
+                    "spatial": kids.spatial[a:b],
+                    "global": kids.global_[a:b],
+                }  # (B, 22, 19, 19)
+
+            raw = self.bank.run([job], source, stop - start)[job.key]
+            leads[start:stop] = postprocess(raw, kids.legal, kids.black_to_move, meta).white_lead
+        return leads, encode_s
 
     def __call__(self, work: GoWork) -> GoNetResult:
         t0 = time.perf_counter()
         net_before = self.bank.timer.net_s
         pos = work.positions
         n = len(pos.game_index)
-
         black = pos.black_to_move
+        played_all = pos.played_index.astype(np.int64)
+        strength = bool(self.config.strength_nets)
 
         def source(start: int, stop: int) -> dict[str, np.ndarray]:
             inputs = {
@@ -166,21 +268,17 @@ class GoNetStep:
             }
             for name, (row_b, row_w) in self.meta_rows.items():  # (192,) each
                 inputs[name] = np.where(black[start:stop, None], row_b, row_w)  # (B, 192)
+            if strength:  # strength nets also see the played move (keep in sync: sscore_net)
+                inputs["played"] = _one_hot(played_all[start:stop])  # (B, 362)
             return inputs
 
         outputs = self.bank.run(list(self.jobs.values()), source, n)
         moves = np.flatnonzero(work.is_move)
-        played = pos.played_index[moves].astype(np.int64)
+        played = played_all[moves]
         result = GoNetResult({}, {}, {}, {}, np.zeros(n))
-        post_cache = {}
+        policies = self._policies(outputs, pos)
         for net in self.config.imitation_nets:
-            job = self.jobs[(net.model, net.profile)]
-            if job.key not in post_cache:
-                meta = self.bank.nets[net.model].meta
-                post_cache[job.key] = postprocess(
-                    outputs[job.key], pos.legal, pos.black_to_move, meta
-                )
-            policy = post_cache[job.key].policy[moves]  # (M, 362)
+            policy = policies[net.name][moves]  # (M, 362)
             prior = policy[np.arange(len(moves)), played]
             result.prior[net.name] = prior.astype(np.float32)
             with np.errstate(divide="ignore"):
@@ -189,17 +287,28 @@ class GoNetStep:
                 )
             result.top1[net.name] = np.argmax(policy, axis=1) == played
         for net in self.config.strength_nets:
-            job = self.jobs[(net.model, net.profile)]
-            result.sscore[net.name] = (
-                outputs[job.key]["sscore"][moves].reshape(-1).astype(np.float32)
+            sscore = outputs[self.strength_job[net.name]]["sscore"]
+            result.sscore[net.name] = sscore[moves].reshape(-1).astype(np.float32)
+        value = self.jobs[self.value_key]
+        meta = self.bank.nets[value.model].meta
+        ev = postprocess(outputs[value.key], pos.legal, black, meta)
+        result.white_lead = np.asarray(ev.white_lead, dtype=np.float64)
+
+        el = self.config.expected_loss
+        if el.net is not None:
+            likely = likely_moves(
+                policies[el.net][moves], prior_share=el.prior_share, max_moves=el.max_moves
             )
-        value_job = self.jobs[(self.config.value.model, None)]
-        if value_job.key not in post_cache:
-            meta = self.bank.nets[self.config.value.model].meta
-            post_cache[value_job.key] = postprocess(
-                outputs[value_job.key], pos.legal, pos.black_to_move, meta
+            need = likely.keep & (
+                likely.index != played[:, None]
+            )  # (M, k) the played move: next row
+            rows, cols = np.nonzero(need)
+            leads, result.child_encode_seconds = self._child_leads(
+                pos.states, moves[rows], likely.index[rows, cols]
             )
-        result.white_lead = np.asarray(post_cache[value_job.key].white_lead, dtype=np.float64)
+            result.white_lead_likely = np.full(likely.index.shape, np.nan)
+            result.white_lead_likely[rows, cols] = leads
+            result.likely = likely
         result.net_seconds = self.bank.timer.net_s - net_before
         result.seconds = time.perf_counter() - t0
         return result
@@ -219,9 +328,16 @@ def assemble_go(config: ExtractConfig, work: GoWork, nets: GoNetResult) -> pa.Ta
         v_before=v_before,
         v_after=v_after,
         loss=(v_before - v_after).astype(np.float32),
-        expected_loss=np.full(len(moves), np.nan, np.float32),
-        expected_loss_moves=pa.nulls(len(moves), pa.int16()),
     )
+    if nets.likely is not None:
+        v_moves = (nets.white_lead_likely * sign[:, None]).astype(np.float32)  # (M, k) mover's view
+        played = nets.likely.index == pos.played_index[moves, None]  # (M, k)
+        v_moves = np.where(played, v_after[:, None], v_moves)
+        columns["expected_loss"] = expected_loss(v_before, v_moves, nets.likely)
+        columns["expected_loss_moves"] = nets.likely.count
+    else:
+        columns["expected_loss"] = np.full(len(moves), np.nan, np.float32)
+        columns["expected_loss_moves"] = pa.nulls(len(moves), pa.int16())
     for net in config.imitation_nets:
         s = column_slug(net.name)
         columns[f"prior_{s}"] = nets.prior[net.name]

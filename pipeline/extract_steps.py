@@ -133,6 +133,8 @@ def assemble(config: ExtractConfig, part: Part, work: Any, nets: Any, values: li
 
         features = assemble_go(config, work, nets)
     stage_s = {"encode": work.seconds, "nets": nets.seconds}
+    if nets.child_encode_seconds:  # inside "nets": positions after likely / final moves
+        stage_s["encode_after_moves"] = nets.child_encode_seconds
     if values:
         stage_s["stockfish"] = float(sum(v.seconds for v in values))
     stage_s["assemble"] = time.perf_counter() - t0

@@ -236,7 +236,10 @@ def stream_chunks(path: str | Path, *, games_per_chunk: int) -> Iterator[PgnPiec
                     continue
             old_len = len(buf)
             buf += block
-            starts = game_starts(buf, max(0, old_len - _RESCAN_BYTES))
+            rescan = max(0, old_len - _RESCAN_BYTES)
+            # A copy of the new tail: no view of ``buf`` may outlive the call (numba's first,
+            # compiling call keeps its arguments alive, and ``buf`` is resized below).
+            starts = game_starts(bytes(buf[rescan:])) + rescan
             found.extend(starts[starts >= old_len].tolist())
             while len(found) >= games_per_chunk:
                 cut = found[games_per_chunk - 1]

@@ -61,7 +61,8 @@ def net_fingerprint(net: nn.Module) -> str:
     for name, tensor in sorted(tensors, key=lambda item: item[0]):
         value = tensor.detach().cpu().contiguous()
         digest.update(f"{name}:{value.dtype}:{tuple(value.shape)}".encode())
-        digest.update(value.view(torch.uint8).numpy().tobytes() if value.numel() else b"")
+        flat = value.reshape(-1)  # stride 1 even for channels-last 1×1 conv weights
+        digest.update(flat.view(torch.uint8).numpy().tobytes() if value.numel() else b"")
     return digest.hexdigest()
 
 

@@ -180,11 +180,11 @@ def read_pgn(data: bytes, offsets: np.ndarray, tag_names: tuple[str, ...]) -> Pg
     )
 
 
-def game_starts(data: bytes | bytearray, scan_from: int = 0) -> np.ndarray:
-    """Byte offsets of the ``[`` of every game start in ``data[scan_from:]``: a ``[`` opening the
-    line after a blank line (one holding only spaces, tabs or ``\\r``), as the regex
+def game_starts(data: bytes) -> np.ndarray:
+    """Byte offsets of the ``[`` of every game start in ``data``: a ``[`` opening the line after
+    a blank line (one holding only spaces, tabs or ``\\r``), as the regex
     ``\\n[ \\t\\r]*\\n\\[`` finds them. The first game of ``data`` (at 0) is not reported."""
-    return _game_starts(np.frombuffer(data, dtype=np.uint8), scan_from)
+    return _game_starts(np.frombuffer(data, dtype=np.uint8))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -664,11 +664,11 @@ def _grown(values, size, used):
 
 
 @njit(cache=True, nogil=True)
-def _game_starts(buf, scan_from):
+def _game_starts(buf):
     n = len(buf)
     out = np.empty(max(n // 256, 16), dtype=np.int64)
     count = 0
-    i = scan_from
+    i = 0
     while i < n:
         if buf[i] == _LF:
             j = i + 1

@@ -1,4 +1,5 @@
-"""Chess extraction steps on real games and real nets (no Ray: the plain step classes)."""
+"""Chess extraction steps on real games and real nets (no Ray: the plain step classes, except
+one end-to-end run of the value-net evaluator): Stockfish and an Lc0-format value net."""
 
 from __future__ import annotations
 
@@ -9,11 +10,21 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+from scipy.stats import spearmanr
 
 from pipeline import settings
 from pipeline.chess_policy import policy_over_legal
+from pipeline.chess_spec import unpack_move
 from pipeline.chunk_store import ChunkStore
-from pipeline.encode_chess import encode_games
+from pipeline.encode_chess import (
+    OUTCOME_CHECKMATE,
+    OUTCOME_DRAW,
+    OUTCOME_NONE,
+    IllegalAfterMoveError,
+    encode_after,
+    encode_games,
+    legal_uci,
+)
 from pipeline.evaluator import make_evaluator
 from pipeline.extract_chess import ChessNetStep, ChessValueStep, assemble_chess, encode_chess
 from pipeline.extract_config import config_from_dict
@@ -21,7 +32,7 @@ from pipeline.extract_steps import Part, read_games_rows
 from pipeline.features_schema import PARTITION_COLUMNS
 from pipeline.ingest_pgn import plan_chunks, read_chunk
 from pipeline.model_registry import load_net
-from pipeline.stockfish_eval import StockfishSettings, win_rate_to_v
+from pipeline.stockfish_eval import V_MAX, StockfishSettings, terminal_win_rate, win_rate_to_v
 
 BANDS = ("1000-1200", "2000-2200")
 NODES = 300  # low: these tests check identities and plumbing, not Stockfish's strength
@@ -51,11 +62,19 @@ def small_config(**overrides):
 
 
 @pytest.fixture(scope="module")
-def extracted(tmp_path_factory):
-    root = ingest_games(tmp_path_factory.mktemp("games"), per_band=2)
-    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("part-*.parquet"))
+def games_root(tmp_path_factory) -> Path:
+    return ingest_games(tmp_path_factory.mktemp("games"), per_band=2)
+
+
+@pytest.fixture(scope="module")
+def games(games_root) -> pa.Table:
+    files = sorted(p.relative_to(games_root).as_posix() for p in games_root.rglob("part-*.parquet"))
+    return pa.concat_tables([read_games_rows(games_root, Part(f, 0, 2)) for f in files])
+
+
+@pytest.fixture(scope="module")
+def extracted(games):
     config = small_config()
-    games = pa.concat_tables([read_games_rows(root, Part(f, 0, 2)) for f in files])
     work = encode_chess(games)
     nets = ChessNetStep(config)(work)
     step = ChessValueStep(StockfishSettings(nodes=NODES))
@@ -158,8 +177,6 @@ def test_duckdb_reads_the_partitioned_output(extracted, tmp_path):
 
 def test_a_mate_in_the_game_gives_the_clip_maximum():
     """Fool's mate: Black's mating move is worth the most a move can be worth."""
-    from pipeline.stockfish_eval import V_MAX
-
     moves = ["f2f3", "e7e5", "g2g4", "d8h4"]
     board = chess.Board()
     for m in moves:
@@ -188,3 +205,173 @@ def test_a_mate_in_the_game_gives_the_clip_maximum():
     assert last["colour"] == "black" and last["played_move"] == "d8h4"
     assert last["v_after"] == pytest.approx(V_MAX, abs=1e-4)
     assert last["expected_loss"] is None and last["clock_s"] is None
+
+
+# -- an Lc0-format value net instead of Stockfish (value.evaluator: net) ---------------------
+
+VALUE_NET = "maia-1900"  # Maia nets carry lc0's WDL head
+
+
+@pytest.fixture(scope="module")
+def net_extracted(games):
+    config = small_config(value={"evaluator": "net", "model": VALUE_NET})
+    work = encode_chess(games)
+    nets = ChessNetStep(config)(work)
+    return config, games, work, nets, assemble_chess(config, work, nets, [])
+
+
+def wdl_v(planes: np.ndarray) -> np.ndarray:
+    """The value net's v of each position, by hand: softmax WDL → W + D/2 → clipped logit."""
+    wdl = make_evaluator(load_net(VALUE_NET))({"planes": planes})["wdl"].astype(np.float64)
+    p = np.exp(wdl) / np.exp(wdl).sum(axis=1, keepdims=True)  # (N, 3) the mover's W, D, L
+    w = np.clip(p[:, 0] + p[:, 1] / 2, 1e-4, 1 - 1e-4)
+    return np.log(w / (1 - w))
+
+
+def hand_v_after(moves: list[str]) -> float:
+    """The mover's v after the last of ``moves``: exact if the game is over there, else minus
+    the net's v of the position (encoded by appending any legal reply)."""
+    board = chess.Board()
+    for m in moves:
+        board.push_uci(m)
+    w = terminal_win_rate(board)
+    if w is not None:
+        return -float(win_rate_to_v(w))
+    reply = next(iter(board.legal_moves)).uci()
+    return -float(wdl_v(encode_games([[*moves, reply]]).planes)[-1])
+
+
+def test_net_value_is_the_wdl_expected_score_by_hand(net_extracted):
+    _, games, *_, table = net_extracted
+    moves = games["moves"][0].as_py()
+    plies = [0, 7, 30]
+    expected = wdl_v(encode_games([moves[: max(plies) + 1]]).planes)[plies]
+    got = [table["v_before"][p].as_py() for p in plies]
+    assert [table["ply"][p].as_py() for p in plies] == plies
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_net_loss_of_the_played_move_is_v_minus_v_after(net_extracted):
+    """v_after of a middle move and of every game's last move (the position after the game,
+    exact when it is mate), each recomputed independently of the extraction."""
+    _, games, *_, table = net_extracted
+    t = table.to_pandas()
+    checked_mate = False
+    for g, game_id in enumerate(games["game_id"].to_pylist()):
+        rows = t[t["game_id"] == game_id].sort_values("ply")
+        moves = games["moves"][g].as_py()
+        for ply in (9, len(moves) - 1):
+            row = rows.iloc[ply]
+            expected = hand_v_after(moves[: ply + 1])
+            assert row["v_after"] == pytest.approx(expected, abs=1e-4)
+            assert row["loss"] == pytest.approx(row["v_before"] - expected, abs=2e-4)
+            checked_mate |= expected == pytest.approx(V_MAX)
+    assert checked_mate  # one of these games ends in mate: w = 0 without the net
+
+
+def test_net_expected_loss_by_hand(net_extracted):
+    _, games, work, nets, table = net_extracted
+    moves = games["moves"][0].as_py()
+    ply = 5
+    likely, pos = nets.likely, work.positions
+    kept = np.flatnonzero(likely.keep[ply])
+    legal = legal_uci(pos, ply)
+    v_before = table["v_before"][ply].as_py()
+    prior = likely.prior[ply, kept].astype(np.float64)
+    v_after = [hand_v_after([*moves[:ply], legal[likely.index[ply, j]]]) for j in kept]
+    expected = float(np.dot(prior, v_before - np.array(v_after)) / prior.sum())
+    assert table["expected_loss"][ply].as_py() == pytest.approx(expected, abs=2e-4)
+    assert table["expected_loss_moves"][ply].as_py() == len(kept) >= 2
+
+
+def test_net_and_stockfish_values_mean_the_same_thing(extracted, net_extracted):
+    """Both are the mover's expected score on the same logit scale: they order the same 275
+    positions alike (Maia's WDL is calibrated on human results, so it is less decisive)."""
+    v_sf = extracted[-1]["v_before"].to_numpy()
+    v_net = net_extracted[-1]["v_before"].to_numpy()
+    assert spearmanr(v_sf, v_net).statistic > 0.8
+    assert np.abs(v_net).mean() < np.abs(v_sf).mean()
+
+
+def test_a_value_net_that_is_also_an_imitation_net_runs_once():
+    config = small_config(
+        imitation_nets=["maia-1100", VALUE_NET],
+        value={"evaluator": "net", "model": VALUE_NET},
+        expected_loss={"net": None},
+    )
+    step = ChessNetStep(config)
+    assert [job.outputs for job in step.jobs.values()] == [("policy",), ("policy", "wdl")]
+
+
+def test_encode_after_equals_the_prefix_encoding_and_knows_finished_games(games):
+    """Random legal moves at random real positions, plus a mate and a stalemate by hand."""
+    pos = encode_games(games["moves"])
+    rng = np.random.default_rng(3)
+    rows = rng.choice(len(pos), 40, replace=False)
+    at = np.array([rng.integers(pos.legal_offsets[r], pos.legal_offsets[r + 1]) for r in rows])
+    after = encode_after(games["moves"], pos.game_index[rows], pos.ply[rows], pos.legal_move[at])
+    all_moves = games["moves"].to_pylist()
+    for i, (r, a) in enumerate(zip(rows, at, strict=True)):
+        line = [*all_moves[pos.game_index[r]][: pos.ply[r]], unpack_move(int(pos.legal_move[a]))]
+        board = chess.Board()
+        for m in line:
+            board.push_uci(m)
+        if terminal_win_rate(board) is None:
+            reply = next(iter(board.legal_moves)).uci()
+            np.testing.assert_array_equal(
+                after.planes[i], encode_games([[*line, reply]]).planes[-1]
+            )
+            assert after.outcome[i] == OUTCOME_NONE
+    fools_mate = ["f2f3", "e7e5", "g2g4", "d8h4"]
+    loyd_stalemate = [
+        "e2e3",
+        "a7a5",
+        "d1h5",
+        "a8a6",
+        "h5a5",
+        "h7h5",
+        "h2h4",
+        "a6h6",
+        "a5c7",
+        "f7f6",
+        "c7d7",
+        "e8f7",
+        "d7b7",
+        "d8d3",
+        "b7b8",
+        "d3h7",
+        "b8c8",
+        "f7g6",
+        "c8e6",
+    ]
+    ends = [fools_mate, loyd_stalemate]
+    last = encode_games(ends)
+    final = np.flatnonzero(np.append(last.game_index[1:] != last.game_index[:-1], True))
+    code = last.legal_move[last.legal_offsets[final] + last.played_legal_pos[final]]
+    done = encode_after(ends, last.game_index[final], last.ply[final], code)
+    assert done.outcome.tolist() == [OUTCOME_CHECKMATE, OUTCOME_DRAW]
+    with pytest.raises(IllegalAfterMoveError, match="e2e5"):
+        encode_after([["e2e4"]], np.array([0]), np.array([0]), np.array([12 | (36 << 6)]))
+
+
+def test_net_evaluator_runs_on_ray_without_stockfish(games_root, net_extracted, tmp_path):
+    """`kibitz extract` with a value net: no engine pool, the same features as the steps."""
+    from pipeline.extract import run_extract
+
+    config = net_extracted[0]
+    summary = run_extract(config, games_root, tmp_path, num_cpus=2, show_progress=False)
+    assert summary["this_run"]["stockfish_searches"] == 0
+    assert "stockfish" not in summary["this_run"]["stage_s"]
+    assert summary["this_run"]["stage_s"]["encode_after_moves"] > 0
+    got = (
+        duckdb.connect()
+        .execute(
+            f"select game_id, ply, v_before, v_after, expected_loss from read_parquet("
+            f"'{tmp_path}/**/*.parquet', hive_partitioning = true) order by game_id, ply"
+        )
+        .fetchnumpy()
+    )
+    want = net_extracted[-1].sort_by([("game_id", "ascending"), ("ply", "ascending")])
+    assert got["game_id"].tolist() == want["game_id"].to_pylist()
+    for col in ("v_before", "v_after", "expected_loss"):
+        np.testing.assert_allclose(got[col], want[col].to_numpy(), rtol=1e-4, atol=1e-4)

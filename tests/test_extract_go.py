@@ -1,60 +1,135 @@
-"""Go extraction steps on real Fox games and the real KataGo g170 net (no Ray)."""
+"""Go extraction steps on real Fox games and real nets (no Ray): KataGo g170 as imitation and
+value net, Kibitz's rank-conditioned policy as two more levels, expected loss over KataGo's
+likely moves, and the s-score net on the played moves.
+
+The games are cut at PLIES moves: what these tests check is identities and hand computations,
+and the KataGo net costs ~20 ms a position on one CPU core.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
-from pipeline import settings
+from pipeline import go_spec, settings
 from pipeline.chunk_store import ChunkStore
-from pipeline.encode_go import encode_games
+from pipeline.encode_go import IllegalCandidateError, encode_children, encode_games
 from pipeline.evaluator import make_evaluator
-from pipeline.extract_config import ConfigError, config_from_dict, preset
-from pipeline.extract_go import GoNetStep, assemble_go, encode_go
+from pipeline.extract_config import ConfigError, ExtractConfig, config_from_dict, preset
+from pipeline.extract_go import GoNetResult, GoNetStep, GoWork, assemble_go, encode_go
 from pipeline.extract_steps import Part, read_games_rows
 from pipeline.features_schema import PARTITION_COLUMNS
-from pipeline.go_outputs import postprocess
-from pipeline.go_rules import GoGameSpec
+from pipeline.go_outputs import policy_probabilities, postprocess
+from pipeline.go_rank_policy import UnknownRankError
+from pipeline.go_rules import GoGameSpec, games_from_table
 from pipeline.ingest_sgf import plan_chunks, read_chunk
 from pipeline.model_registry import load_net
 
 GAMES = 2
+PLIES = 40
+KATAGO = "katago-g170-b6c96"
+GO_POLICY = "kibitz-go-policy"
+SSCORE = "kibitz-sscore-go"
+RANK_LEVELS = [
+    {"name": "go-policy-3d", "model": GO_POLICY, "profile": "3d"},
+    {"name": "go-policy-5k", "model": GO_POLICY, "profile": "5k"},
+]
+
+
+@dataclass
+class Extracted:
+    config: ExtractConfig
+    games: pa.Table
+    work: GoWork
+    step: GoNetStep
+    nets: GoNetResult
+    table: pa.Table
 
 
 def ingest_games(root: Path) -> Path:
-    """The first games of the candidating split as a games table (kibitz ingest's layout)."""
+    """The first SGF collection of the candidating split as a games table (kibitz ingest's)."""
     split = settings.data_dir() / "go" / "fox-selected" / "candidating"
     chunk = plan_chunks(sorted(split.glob("*.sgf"))[:1], games_per_chunk=GAMES)[0]
     ChunkStore(root, PARTITION_COLUMNS).commit(chunk.chunk_id, {"": read_chunk(chunk).games}, {})
     return root
 
 
-@pytest.fixture(scope="module")
-def extracted(tmp_path_factory):
-    root = ingest_games(tmp_path_factory.mktemp("games"))
-    # a collection is one ingest chunk whatever games_per_chunk says: take one game from each
-    # of the first GAMES month partitions
-    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("part-*.parquet"))
-    games = pa.concat_tables([read_games_rows(root, Part(f, 0, 1)) for f in files[:GAMES]])
-    config = preset("go")
+def cut(games: pa.Table, plies: int) -> pa.Table:
+    """The games with their first ``plies`` moves only."""
+    moves = pc.list_slice(games["moves"], 0, plies)
+    n = pc.list_value_length(moves).cast(pa.int32())
+    games = games.set_column(games.schema.get_field_index("moves"), "moves", moves)
+    return games.set_column(games.schema.get_field_index("num_plies"), "num_plies", n)
+
+
+def spec(game: dict, moves: list[str]) -> GoGameSpec:
+    """A games-table row with other moves, as the encoder takes it."""
+    return GoGameSpec(
+        moves=moves, komi=game["komi"], rules=game["rules"] or "japanese",
+        setup_black=game["setup_black"] or (), setup_white=game["setup_white"] or (),
+    )  # fmt: skip
+
+
+def sgf_move(colour: str, index: int) -> str:
+    """``B:pd`` / ``W:pass`` of a policy index."""
+    if index == go_spec.PASS_INDEX:
+        return f"{colour}:pass"
+    return f"{colour}:{go_spec.xy_to_sgf(index % go_spec.NN_LEN, index // go_spec.NN_LEN)}"
+
+
+def other(colour: str) -> str:
+    return "W" if colour == "B" else "B"
+
+
+def extract(games: pa.Table, raw: dict) -> Extracted:
+    config = config_from_dict(raw)
     work = encode_go(games, config)
-    nets = GoNetStep(config)(work)
-    return config, games, work, nets, assemble_go(config, work, nets)
+    step = GoNetStep(config)
+    nets = step(work)
+    return Extracted(config, games, work, step, nets, assemble_go(config, work, nets))
 
 
-def test_schema_and_rows(extracted):
-    config, games, *_, table = extracted
-    assert table.schema == config.schema()
-    assert table.num_rows == sum(games["num_plies"].to_pylist())
-    assert table["played_move"].to_pylist()[:2] == games["moves"][0].as_py()[:2]
+@pytest.fixture(scope="module")
+def fox_games(tmp_path_factory) -> pa.Table:
+    """One game from each of the first GAMES month partitions (one ingest chunk spans them)."""
+    root = ingest_games(tmp_path_factory.mktemp("games"))
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("part-*.parquet"))
+    return pa.concat_tables([read_games_rows(root, Part(f, 0, 1)) for f in files[:GAMES]])
 
 
-def test_lead_is_from_the_movers_view(extracted):
-    *_, table = extracted
-    t = table.to_pandas()
+@pytest.fixture(scope="module")
+def go(fox_games) -> Extracted:
+    raw = preset("go").to_dict()
+    raw["imitation_nets"] += RANK_LEVELS
+    raw["expected_loss"] = {"net": "katago-g170", "prior_share": 0.9, "max_moves": 3}
+    return extract(cut(fox_games, PLIES), raw)
+
+
+@pytest.fixture(scope="module")
+def long_games() -> list[GoGameSpec]:
+    """Six whole real games (a few hundred moves each), for the encoder-only checks."""
+    split = settings.data_dir() / "go" / "fox-selected" / "candidating"
+    chunk = plan_chunks(sorted(split.glob("*.sgf"))[:1], games_per_chunk=6)[0]
+    return games_from_table(read_chunk(chunk).games.slice(0, 6))
+
+
+# -- the features table ----------------------------------------------------------------------
+
+
+def test_schema_and_rows(go):
+    assert go.table.schema == go.config.schema()
+    assert go.table.num_rows == sum(go.games["num_plies"].to_pylist()) == GAMES * PLIES
+    assert go.table["played_move"].to_pylist()[:2] == go.games["moves"][0].as_py()[:2]
+    assert {"prior_go_policy_3d", "top1_go_policy_5k"} <= set(go.table.column_names)
+
+
+def test_lead_is_from_the_movers_view(go):
+    t = go.table.to_pandas()
     for _, g in t.groupby("game_id"):
         g = g.sort_values("ply")
         vb, va = g["v_before"].to_numpy(), g["v_after"].to_numpy()
@@ -64,20 +139,15 @@ def test_lead_is_from_the_movers_view(extracted):
         np.testing.assert_allclose(g["loss"], vb - va, atol=1e-5)
 
 
-def test_prior_and_lead_match_the_net_directly(extracted):
+def test_prior_and_lead_match_the_net_directly(go):
     """Recompute one position by hand: encode the prefix, run KataGo, post-process."""
-    _, games, _, _, table = extracted
-    g0 = games.slice(0, 1).to_pylist()[0]
+    g0 = go.games.slice(0, 1).to_pylist()[0]
     ply = 20
-    spec = GoGameSpec(
-        moves=g0["moves"][: ply + 1], komi=g0["komi"], rules=g0["rules"] or "japanese",
-        setup_black=g0["setup_black"] or (), setup_white=g0["setup_white"] or (),
-    )  # fmt: skip
-    pos = encode_games([spec])
-    net = load_net("katago-g170-b6c96")
+    pos = encode_games([spec(g0, g0["moves"][: ply + 1])])
+    net = load_net(KATAGO)
     raw = make_evaluator(net)({"spatial": pos.spatial, "global": pos.global_})
     ev = postprocess(raw, pos.legal, pos.black_to_move, net.meta)
-    row = table.slice(ply, 1).to_pylist()[0]
+    row = go.table.slice(ply, 1).to_pylist()[0]
     assert row["ply"] == ply
     assert row["prior_katago_g170"] == pytest.approx(
         float(ev.policy[ply, pos.played_index[ply]]), rel=1e-4
@@ -86,16 +156,173 @@ def test_prior_and_lead_match_the_net_directly(extracted):
     assert row["colour"] == ("black" if pos.black_to_move[ply] else "white")
 
 
-def test_expected_loss_is_refused_for_go():
-    with pytest.raises(ConfigError, match="expected_loss"):
-        config_from_dict({"game": "go", "imitation_nets": [{"name": "k", "model": "katago-g170-b6c96"}],
-                          "value": {"evaluator": "net", "model": "katago-g170-b6c96"},
-                          "expected_loss": {"net": "k"}})  # fmt: skip
+# -- expected loss -------------------------------------------------------------------------
 
 
-def test_a_humansl_level_is_a_config_entry():
-    """A rank-conditioned level is one more entry; its columns appear without code changes."""
+@pytest.mark.parametrize("ply", [3, 12, 27])
+def test_expected_loss_by_hand_from_each_childs_lead(go, ply):
+    """E[loss] recomputed independently: KataGo's priors on the position, then for each likely
+    move the lead of the position reached by replaying the game prefix with that move."""
+    g0 = go.games.slice(0, 1).to_pylist()[0]
+    moves = g0["moves"]
+    colour = moves[ply][0]
+    net = load_net(KATAGO)
+    evaluate = make_evaluator(net)
+
+    def leads(pos) -> np.ndarray:  # the side to move's lead of every row
+        raw = evaluate({"spatial": pos.spatial, "global": pos.global_})
+        return postprocess(raw, pos.legal, pos.black_to_move, net.meta)
+
+    here = encode_games([spec(g0, moves[: ply + 1])])
+    ev = leads(here)
+    v_before, probs = float(ev.mover_lead[ply]), ev.policy[ply].astype(np.float64)
+    ranked = np.argsort(-probs, kind="stable")[:3]  # max_moves 3
+    kept = [a for i, a in enumerate(ranked) if probs[ranked[:i]].sum() < 0.9]
+    children = [
+        spec(g0, [*moves[:ply], sgf_move(colour, a), f"{other(colour)}:pass"]) for a in kept
+    ]
+    child_rows = np.arange(len(kept)) * (ply + 2) + ply + 1  # the position after the move
+    v_after = -leads(encode_games(children)).mover_lead[child_rows]  # the mover's view
+    expected = float(np.dot(probs[kept], v_before - v_after) / probs[kept].sum())
+
+    row = go.table.slice(ply, 1).to_pylist()[0]
+    assert row["ply"] == ply and row["expected_loss_moves"] == len(kept)
+    assert row["expected_loss"] == pytest.approx(expected, abs=2e-3)
+    assert go.nets.likely.index[ply, : len(kept)].tolist() == [int(a) for a in kept]
+
+
+def test_expected_loss_children_are_evaluated_except_the_played_move(go):
+    likely, played = go.nets.likely, go.work.positions.played_index[go.work.is_move]
+    evaluated = np.isfinite(go.nets.white_lead_likely)
+    assert (evaluated == (likely.keep & (likely.index != played[:, None]))).all()
+    assert likely.count.min() >= 1 and likely.count.max() <= 3
+    assert go.table["expected_loss"].null_count == 0
+
+
+# -- children encoded from stored board states -----------------------------------------------
+
+
+@pytest.mark.parametrize("rules", [None, "tromp-taylor"], ids=["japanese", "tromp-taylor"])
+def test_child_of_the_played_move_is_the_next_position_bit_exactly(long_games, rules):
+    """Every position of six whole real games, rebuilt as a child of the one before it.
+
+    Tromp-Taylor adds positional superko bans, multi-stone suicide and the area planes.
+    """
+    pos = encode_games(long_games, rules=rules, keep_states=True)
+    assert pos.illegal_moves == [] and len(pos.ply) > 1000
+    parents = np.flatnonzero(pos.game_index[1:] == pos.game_index[:-1])
+    kids = encode_children(pos.states, parents, pos.played_index[parents])
+    np.testing.assert_array_equal(kids.spatial, pos.spatial[parents + 1])
+    np.testing.assert_array_equal(kids.global_, pos.global_[parents + 1])
+    np.testing.assert_array_equal(kids.legal, pos.legal[parents + 1])
+    np.testing.assert_array_equal(kids.black_to_move, pos.black_to_move[parents + 1])
+    np.testing.assert_array_equal(kids.ko_point, pos.ko_point[parents + 1])
+    np.testing.assert_array_equal(
+        kids.captured_by_last_move, pos.captured_by_last_move[parents + 1]
+    )
+    assert (pos.ko_point >= 0).any() and (pos.captured_by_last_move > 0).any()
+
+
+@pytest.mark.parametrize("rules", [None, "tromp-taylor"], ids=["japanese", "tromp-taylor"])
+def test_child_of_any_legal_move_equals_encoding_the_prefix_with_it(long_games, rules):
+    """Random legal moves and passes at random positions: each child equals the position
+    reached by encoding the game prefix plus that move (a replay from the first move)."""
+    pos = encode_games(long_games, rules=rules, keep_states=True)
+    rng = np.random.default_rng(7)
+    parents, moves = [], []
+    for row in rng.choice(len(pos.ply), 10, replace=False):
+        legal = np.flatnonzero(pos.legal[row, :-1])
+        for a in [*rng.choice(legal, 4, replace=False), go_spec.PASS_INDEX]:
+            parents.append(int(row))
+            moves.append(int(a))
+    kids = encode_children(pos.states, np.array(parents), np.array(moves))
+    specs = []
+    for row, a in zip(parents, moves, strict=True):
+        game, ply = long_games[pos.game_index[row]], int(pos.ply[row])
+        colour = game.moves[ply][0]
+        prefix = [*game.moves[:ply], sgf_move(colour, a), f"{other(colour)}:pass"]
+        specs.append(GoGameSpec(prefix, game.setup_black, game.setup_white, game.board_size,
+                                game.komi, game.rules))  # fmt: skip
+    ref = encode_games(specs, rules=rules)
+    assert ref.illegal_moves == []
+    rows = np.cumsum([len(s.moves) for s in specs]) - 1  # before the appended pass
+    np.testing.assert_array_equal(kids.spatial, ref.spatial[rows])
+    np.testing.assert_array_equal(kids.global_, ref.global_[rows])
+    np.testing.assert_array_equal(kids.legal, ref.legal[rows])
+
+
+def test_a_child_move_must_be_legal(long_games):
+    pos = encode_games(long_games[:1], keep_states=True)
+    occupied = int(pos.played_index[0])  # the first stone's point, taken one move later
+    with pytest.raises(IllegalCandidateError, match=rf"\(1, {occupied}\)"):
+        encode_children(pos.states, np.array([1]), np.array([occupied]))
+
+
+# -- rank-conditioned policy and s-score nets -------------------------------------------------
+
+
+def test_rank_levels_come_from_one_pass_and_match_the_net_at_each_rank(go):
+    assert [k for k in go.step.jobs if k.startswith(GO_POLICY)] == [f"{GO_POLICY}#ranks"]
+    g0 = go.games.slice(0, 1).to_pylist()[0]
+    ply = 15
+    pos = encode_games([spec(g0, g0["moves"][: ply + 1])])
+    played = int(pos.played_index[ply])
+    net = load_net(GO_POLICY)
+    priors = []
+    for level in RANK_LEVELS:
+        logits = make_evaluator(net.at_rank(level["profile"]))(
+            {"spatial": pos.spatial, "global": pos.global_}
+        )["policy"]  # (N, 362) at that rank
+        prior = float(policy_probabilities(logits, pos.legal)[ply, played])
+        column = f"prior_{level['name'].replace('-', '_')}"
+        assert go.table[column][ply].as_py() == pytest.approx(prior, rel=1e-4)
+        priors.append(prior)
+    assert priors[0] != pytest.approx(priors[1], rel=1e-3)  # the rank really conditions
+
+
+def test_a_rank_policy_level_needs_a_known_rank():
+    raw = preset("go").to_dict()
+    raw["imitation_nets"].append({"name": "go-policy", "model": GO_POLICY})
+    with pytest.raises(ConfigError, match="profile: 3d"):
+        GoNetStep(config_from_dict(raw))
+    raw["imitation_nets"][-1]["profile"] = "12k"
+    with pytest.raises(UnknownRankError, match="'12k'"):
+        GoNetStep(config_from_dict(raw))
+
+
+def test_sscore_is_the_strength_net_on_the_played_move(fox_games):
+    """sscore_<net> equals the s-score net called directly with the one-hot played move."""
+    raw = preset("go").to_dict()
+    raw["imitation_nets"] = RANK_LEVELS[:1]
+    raw["strength_nets"] = [SSCORE]
+    games = cut(fox_games.slice(0, 1), 12)
+    got = extract(games, raw).table["sscore_kibitz_sscore_go"].to_numpy()
+    g0 = games.to_pylist()[0]
+    pos = encode_games([spec(g0, g0["moves"])])
+    evaluate = make_evaluator(load_net(SSCORE))
+    one_hot = np.zeros((len(pos.ply), go_spec.POLICY_SIZE), np.float32)
+    one_hot[np.arange(len(pos.ply)), pos.played_index] = 1.0
+    feed = {"spatial": pos.spatial, "global": pos.global_, "played": one_hot}
+    direct = evaluate(feed)["sscore"][:, 0]
+    np.testing.assert_allclose(got, direct, rtol=1e-4, atol=1e-5)
+    feed["played"] = np.roll(one_hot, 1, axis=1)  # other moves score differently
+    assert not np.allclose(evaluate(feed)["sscore"][:, 0], direct, atol=1e-4)
+
+
+# -- config ----------------------------------------------------------------------------------
+
+
+def test_expected_loss_and_levels_are_config_entries():
+    """Expected loss, a HumanSL rank and a rank-conditioned level are entries; columns appear."""
     raw = preset("go").to_dict()
     raw["imitation_nets"].append({"name": "rank-5k", "model": "some-humansl", "profile": "rank_5k"})
+    raw["imitation_nets"] += RANK_LEVELS
+    raw["strength_nets"] = [SSCORE]
+    raw["expected_loss"] = {"net": "go-policy-3d", "prior_share": 0.8, "max_moves": 4}
     cfg = config_from_dict(raw)
-    assert {"prior_rank_5k", "logprior_rank_5k", "top1_rank_5k"} <= set(cfg.schema().names)
+    names = set(cfg.schema().names)
+    assert {"prior_rank_5k", "logprior_rank_5k", "top1_rank_5k", "prior_go_policy_5k"} <= names
+    assert {"sscore_kibitz_sscore_go", "expected_loss", "expected_loss_moves"} <= names
+    raw["expected_loss"]["net"] = "no-such-level"
+    with pytest.raises(ConfigError, match="no-such-level"):
+        config_from_dict(raw)
