@@ -35,6 +35,14 @@ PLIES = 40
 KATAGO = "katago-g170-b6c96"
 GO_POLICY = "kibitz-go-policy"
 SSCORE = "kibitz-sscore-go"
+def _base_config() -> dict:
+    """The Go preset without its rank-policy levels and strength net (tests add their own)."""
+    raw = preset("go").to_dict()
+    raw["imitation_nets"] = [n for n in raw["imitation_nets"] if n["model"] != GO_POLICY]
+    raw["strength_nets"] = []
+    return raw
+
+
 RANK_LEVELS = [
     {"name": "go-policy-3d", "model": GO_POLICY, "profile": "3d"},
     {"name": "go-policy-5k", "model": GO_POLICY, "profile": "5k"},
@@ -104,7 +112,7 @@ def fox_games(tmp_path_factory) -> pa.Table:
 
 @pytest.fixture(scope="module")
 def go(fox_games) -> Extracted:
-    raw = preset("go").to_dict()
+    raw = _base_config()
     raw["imitation_nets"] += RANK_LEVELS
     raw["expected_loss"] = {"net": "katago-g170", "prior_share": 0.9, "max_moves": 3}
     return extract(cut(fox_games, PLIES), raw)
@@ -281,7 +289,7 @@ def test_rank_levels_come_from_one_pass_and_match_the_net_at_each_rank(go):
 
 
 def test_a_rank_policy_level_needs_a_known_rank():
-    raw = preset("go").to_dict()
+    raw = _base_config()
     raw["imitation_nets"].append({"name": "go-policy", "model": GO_POLICY})
     with pytest.raises(ConfigError, match="profile: 3d"):
         GoNetStep(config_from_dict(raw))
@@ -292,7 +300,7 @@ def test_a_rank_policy_level_needs_a_known_rank():
 
 def test_sscore_is_the_strength_net_on_the_played_move(fox_games):
     """sscore_<net> equals the s-score net called directly with the one-hot played move."""
-    raw = preset("go").to_dict()
+    raw = _base_config()
     raw["imitation_nets"] = RANK_LEVELS[:1]
     raw["strength_nets"] = [SSCORE]
     games = cut(fox_games.slice(0, 1), 12)
@@ -314,7 +322,7 @@ def test_sscore_is_the_strength_net_on_the_played_move(fox_games):
 
 def test_expected_loss_and_levels_are_config_entries():
     """Expected loss, a HumanSL rank and a rank-conditioned level are entries; columns appear."""
-    raw = preset("go").to_dict()
+    raw = _base_config()
     raw["imitation_nets"].append({"name": "rank-5k", "model": "some-humansl", "profile": "rank_5k"})
     raw["imitation_nets"] += RANK_LEVELS
     raw["strength_nets"] = [SSCORE]
