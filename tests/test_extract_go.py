@@ -35,6 +35,8 @@ PLIES = 40
 KATAGO = "katago-g170-b6c96"
 GO_POLICY = "kibitz-go-policy"
 SSCORE = "kibitz-sscore-go"
+
+
 def _base_config() -> dict:
     """The Go preset without its rank-policy levels and strength net (tests add their own)."""
     raw = preset("go").to_dict()
