@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\ns-score training (G=2 groups x ranks+r-inf x P=4 positions per step)")
     print("| game | net | train positions/s | vs 6x64 |")
     print("|---|---|---|---|")
-    for game, shipped in (("chess", (4, 32)), ("go", (3, 32))):
+    for game, shipped in (("chess", (4, 32)), ("go", (4, 32))):
         base = train_rate(
             pools[game], SScoreNetConfig(game, 6, 64), repeats=args.repeats, device=args.device
         )

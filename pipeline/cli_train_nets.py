@@ -2,9 +2,10 @@
 
 Added to ``kibitz train`` (``pipeline/cli_train.py``) by :func:`add_parsers`::
 
-    kibitz train sscore chess --games kibitz-out/games --out runs/sscore-chess --max-minutes 15
-    kibitz train sscore go --games kibitz-out/games --out runs/sscore-go --max-minutes 15
-    kibitz train policy go --games kibitz-out/games --out runs/go-policy --max-minutes 10
+    kibitz ingest chess ../shared/data/chess/lichess-2024-02-blitz/testing --out kibitz-out/games-chess
+    kibitz train sscore chess --games kibitz-out/games-chess --out kibitz-out/sscore-chess
+    kibitz train sscore go --games kibitz-out/games-go --out kibitz-out/sscore-go --max-minutes 40
+    kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy --max-minutes 40
 
 ``--out`` receives checkpoints/, model.kibitz.pt, model.onnx, model.yaml, MODEL_CARD.md and the
 MLflow store (unless ``--tracking-uri``); ``--resume`` continues from its checkpoint.
@@ -19,9 +20,45 @@ import argparse
 import logging
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
+
+Option = tuple[str, type, str]  # (flag, type, help) of an option that sets a config field
+# Options that set the training-config field of the same name; unset ones keep the default.
+SHARED_OPTIONS: tuple[Option, ...] = (
+    ("--max-steps", int, "steps of the LR schedule and hard stop"),
+    ("--seed", int, "seed of weights and sampling (default 0)"),
+    ("--blocks", int, "residual blocks of the trunk"),
+    ("--channels", int, "trunk width"),
+    ("--lr", float, "peak learning rate (AdamW, warm-up then cosine)"),
+    ("--warmup-steps", int, "linear warm-up steps of the LR schedule"),
+    ("--epoch-steps", int, "steps between validations (default: one pass)"),
+    ("--positions-per-instance", int, "pool keeps this many random positions per instance"),
+    ("--max-train-games", int, "use at most this many training games (a fixed subset)"),
+    ("--max-validation-games", int, "validation games of the per-epoch figures"),
+    ("--max-evaluation-games", int, "evaluation games of the final figures (default: all)"),
+)
+SSCORE_OPTIONS: tuple[Option, ...] = (
+    ("--groups", int, "G: groups per batch (default 4)"),
+    ("--positions", int, "P: positions per rank and group (default 4)"),
+    ("--max-reference-games", int, "training games of the protocol's reference means"),
+    ("--evaluation-positions", int, "moves per instance in the final evaluation (default: all)"),
+)
+POLICY_OPTIONS: tuple[Option, ...] = (("--batch-size", int, "positions per step (default 64)"),)
+# Option dests whose config field has another name.
+FIELD_OF = {"evaluation_positions": "evaluation_positions_per_instance"}
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def _add_options(parser: argparse.ArgumentParser, options: tuple[Option, ...]) -> None:
+    for flag, kind, text in options:
+        parser.add_argument(flag, type=kind, help=text)
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -32,19 +69,13 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "--out", required=True, help="run folder: checkpoints, exported model, MLflow store"
     )
     parser.add_argument("--max-minutes", type=float, help="training time budget of this invocation")
-    parser.add_argument("--max-steps", type=int, help="steps of the LR schedule and hard stop")
     parser.add_argument(
         "--resume", action="store_true", help="continue from OUT/checkpoints/last.pt"
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--blocks", type=int, help="residual blocks of the trunk")
-    parser.add_argument("--channels", type=int, help="trunk width")
-    parser.add_argument("--lr", type=float, help="peak learning rate (AdamW, cosine schedule)")
+    _add_options(parser, SHARED_OPTIONS)
     parser.add_argument(
-        "--epoch-steps", type=int, help="steps between validations (default: one pass)"
+        "--threads", type=int, help="torch CPU threads (results depend on it; default: torch's)"
     )
-    parser.add_argument("--max-train-games", type=int, help="use at most this many training games")
-    parser.add_argument("--max-evaluation-games", type=int, help="games of the final evaluation")
     parser.add_argument("--tracking-uri", help="MLflow server (default: sqlite store in --out)")
     parser.add_argument("--register", metavar="NAME", help="register the model under NAME")
     parser.add_argument(
@@ -53,97 +84,84 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
-def _overrides(args: argparse.Namespace, keys: tuple[str, ...]) -> dict:
-    return {k: getattr(args, k) for k in keys if getattr(args, k, None) is not None}
-
-
-def _register(args: argparse.Namespace, exported, game: str, description: str) -> None:
-    if not args.register:
-        return
-    from pipeline import settings
-    from pipeline.model_export import register_model
-
-    root = Path(args.models_root) if args.models_root else settings.models_dir()
-    path = register_model(
-        exported, name=args.register, models_root=root, game=game, description=description
-    )
-    print(f"registered {args.register!r} at {path}")
+def _overrides(args: argparse.Namespace, options: tuple[Option, ...]) -> dict[str, Any]:
+    """Config fields set on the command line."""
+    fields = {}
+    for flag, _, _ in options:
+        dest = _dest(flag)
+        if getattr(args, dest, None) is not None:
+            fields[FIELD_OF.get(dest, dest)] = getattr(args, dest)
+    return fields
 
 
 def _command_line() -> str:
     return "kibitz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-def cmd_train_sscore(args: argparse.Namespace) -> int:
-    from pipeline.model_cards import sscore_card
-    from pipeline.train_sscore import SScoreTrainConfig, train
+def _default_tracking_uri(out: Path) -> str:
+    from pipeline.tracking import default_tracking_uri  # mlflow is slow to import: only here
 
-    keys = (
-        "blocks",
-        "channels",
-        "lr",
-        "epoch_steps",
-        "max_train_games",
-        "max_evaluation_games",
-        "seed",
-    )
-    config = SScoreTrainConfig(game=args.game, **_overrides(args, keys))
-    if args.max_steps is not None:
-        config.max_steps = args.max_steps
-    if args.groups is not None:
-        config.groups = args.groups
-    if args.positions is not None:
-        config.positions = args.positions
-    config.with_r_inf = not args.no_r_inf
+    return default_tracking_uri(out)
+
+
+def _run(
+    args: argparse.Namespace,
+    config: Any,
+    train: Callable[..., Any],
+    *,
+    game: str,
+    description: str,
+) -> int:
+    """Train, write the model card next to the export, print it, register when asked."""
+    from pipeline.model_cards import write_card
+
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
     out = Path(args.out)
     result = train(
         config, Path(args.games), out, max_minutes=args.max_minutes, resume=args.resume,
         progress=not args.no_progress, tracking_uri=args.tracking_uri or _default_tracking_uri(out),
+        command=_command_line(),
     )  # fmt: skip
-    card = sscore_card(config, result, command=_command_line())
-    (out / "MODEL_CARD.md").write_text(card, encoding="utf-8")
-    print(card)
-    _register(
-        args,
-        result.exported,
-        args.game,
-        f"Kibitz s-score net (Chen et al. 2025 strength estimator), {args.game}",
-    )
+    card = write_card(out, args.register or out.name)
+    print(card.read_text(encoding="utf-8"))
+    if args.register:
+        from pipeline import settings
+        from pipeline.model_export import register_model
+
+        root = Path(args.models_root) if args.models_root else settings.models_dir()
+        path = register_model(
+            result.exported, name=args.register, models_root=root, game=game,
+            description=description,
+        )  # fmt: skip
+        print(f"registered {args.register!r} at {path}")
     return 0
+
+
+def cmd_train_sscore(args: argparse.Namespace) -> int:
+    from pipeline.train_sscore import SScoreTrainConfig, train
+
+    config = SScoreTrainConfig(
+        game=args.game,
+        with_r_inf=not args.no_r_inf,
+        **_overrides(args, SHARED_OPTIONS + SSCORE_OPTIONS),
+    )
+    return _run(
+        args, config, train, game=args.game,
+        description=f"Kibitz s-score net (Chen et al. 2025 strength estimator), {args.game}",
+    )  # fmt: skip
 
 
 def cmd_train_policy(args: argparse.Namespace) -> int:
-    from pipeline.model_cards import go_policy_card
     from pipeline.train_go_policy import GoPolicyTrainConfig, train
 
-    keys = (
-        "blocks",
-        "channels",
-        "lr",
-        "epoch_steps",
-        "max_train_games",
-        "max_evaluation_games",
-        "seed",
-        "batch_size",
-    )
-    config = GoPolicyTrainConfig(**_overrides(args, keys))
-    if args.max_steps is not None:
-        config.max_steps = args.max_steps
-    out = Path(args.out)
-    result = train(
-        config, Path(args.games), out, max_minutes=args.max_minutes, resume=args.resume,
-        progress=not args.no_progress, tracking_uri=args.tracking_uri or _default_tracking_uri(out),
+    config = GoPolicyTrainConfig(**_overrides(args, SHARED_OPTIONS + POLICY_OPTIONS))
+    return _run(
+        args, config, train, game="go",
+        description="Kibitz rank-conditioned Go imitation policy (10k-9d, one trunk pass)",
     )  # fmt: skip
-    card = go_policy_card(config, result, command=_command_line())
-    (out / "MODEL_CARD.md").write_text(card, encoding="utf-8")
-    print(card)
-    _register(
-        args,
-        result.exported,
-        "go",
-        "Kibitz rank-conditioned Go imitation policy (10k-9d, one trunk pass)",
-    )
-    return 0
 
 
 def add_parsers(trainers: argparse._SubParsersAction) -> None:
@@ -156,8 +174,7 @@ def add_parsers(trainers: argparse._SubParsersAction) -> None:
     )
     sscore.add_argument("game", choices=["chess", "go"])
     _add_common(sscore)
-    sscore.add_argument("--groups", type=int, help="G: groups per batch (default 4)")
-    sscore.add_argument("--positions", type=int, help="P: positions per rank and group (default 4)")
+    _add_options(sscore, SSCORE_OPTIONS)
     sscore.add_argument("--no-r-inf", action="store_true", help="without the random-move rank r∞")
     sscore.set_defaults(func=cmd_train_sscore)
     policy = trainers.add_parser(
@@ -168,11 +185,5 @@ def add_parsers(trainers: argparse._SubParsersAction) -> None:
     )
     policy.add_argument("game", choices=["go"])
     _add_common(policy)
-    policy.add_argument("--batch-size", type=int, help="positions per step (default 64)")
+    _add_options(policy, POLICY_OPTIONS)
     policy.set_defaults(func=cmd_train_policy)
-
-
-def _default_tracking_uri(out: Path) -> str:
-    from pipeline.tracking import default_tracking_uri  # mlflow is slow to import: only here
-
-    return default_tracking_uri(out)

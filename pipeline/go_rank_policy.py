@@ -128,6 +128,18 @@ class GoRankPolicyNet(nn.Module):
             torch.cat([board, passes[:, :, None]], dim=2) + self.bias()[ranks][None]
         )  # (B, R', 362)
 
+    def mover_logits(self, h: torch.Tensor, ranks: torch.Tensor) -> torch.Tensor:
+        """Each position's logits at its own rank ``ranks`` (B,): (B, 362).
+
+        Training needs only the mover's rank; this costs one rank's head per position instead
+        of all R (the same values as ``rank_logits(h, slice(None))[arange(B), ranks]``).
+        """
+        gamma, beta = self.gamma()[ranks], self.beta()[ranks]  # (B, H)
+        z = torch.relu(gamma[:, :, None] * h + beta[:, :, None])  # (B, H, 361)
+        board = torch.einsum("bhx,bh->bx", z, self.weight()[ranks])  # (B, 361)
+        passes = (z.mean(dim=2) * self.pass_weight()[ranks]).sum(dim=1, keepdim=True)  # (B, 1)
+        return torch.cat([board, passes], dim=1) + self.bias()[ranks]  # (B, 362)
+
     def forward(self, spatial: torch.Tensor, global_: torch.Tensor) -> torch.Tensor:
         return self.rank_logits(self.features(spatial, global_), slice(None))  # (B, R, 362)
 

@@ -1,113 +1,205 @@
-"""MODEL_CARD.md of Kibitz's trained nets: command, data split, seed, time, quality, caveats.
+"""MODEL_CARD.md of Kibitz's trained nets: commands, data split, seed, time, quality, caveats.
 
-Written by ``kibitz train sscore|policy`` next to the exported model and copied with it by
-``--register``; the figures are the run's own measurements on the evaluation split.
+A card is rendered from the exported model's header only (``model.kibitz.pt`` / ``model.yaml``:
+net, settings, the command lines, where the games came from, history and the evaluation-split
+figures), so ``kibitz train sscore|policy`` writes it next to the export, ``--register`` copies
+it, and a card can be re-rendered from any model folder at any time::
+
+    python -m pipeline.model_cards models/kibitz-sscore-chess [models/kibitz-go-policy ...]
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
 
-from pipeline.sscore_eval import NS, PUBLISHED_ACCURACY
+import yaml
+
+from pipeline.model_export import CARD_NAME, GO_POLICY_FORMAT, HEADER_NAME, SSCORE_FORMAT
+from pipeline.sscore_eval import NS, PUBLISHED_ACCURACY, SScoreEvaluation
 
 _SPLIT_TEXT = (
     "Deterministic split by game (`pipeline/data_split.py`): blake2b of salt + game_id → "
-    "train / validation / evaluation with fractions {fractions} and salt `{salt}`. "
-    "Evaluation games were never trained on."
+    "train / validation / evaluation with fractions {fractions} and salt `{salt}`. Training "
+    "used only train-split games; the per-epoch figures validation-split games; the quality "
+    "figures below evaluation-split games, which were never trained on."
 )
+# Run facts the card states in prose; every other ``train`` entry is listed as a setting.
+_RUN_KEYS = ("commands", "games", "steps", "train_seconds", "positions_per_second",
+             "torch_threads", "games_dir")  # fmt: skip
 
 
-def _common(config, result, command: str) -> list[str]:
-    cfg = asdict(config)
-    last = result.history[-1] if result.history else {}
+def _ingest_command(game: str, games: dict[str, Any] | None, games_dir: str) -> str | None:
+    if not games:
+        return None
+    sources = " ".join(shlex.quote(s) for s in games["sources"])
+    return f"kibitz ingest {game} {sources} --out {shlex.quote(games_dir)}"
+
+
+def _commands(commands: list[str]) -> list[str]:
+    if not commands:
+        return ["Command: not recorded.", ""]
+    if len(commands) == 1:
+        return [f"Command: `{commands[0]}`", ""]
     return [
-        "## How it was made",
+        "Commands (the run was stopped and resumed; `--resume` continues exactly where the "
+        "previous invocation stopped, so the weights are those of one uninterrupted run):",
         "",
-        f"Command: `{command}`",
-        "",
-        _SPLIT_TEXT.format(fractions=tuple(config.split_fractions), salt=config.split_salt),
-        "",
-        f"Seed {config.seed}; {result.steps} steps in {result.train_seconds / 60:.1f} min of training on "
-        f"this machine's CPU (2 shared cores), {result.positions_per_second:.0f} training positions/s.",
-        "",
-        "Settings: " + ", ".join(f"`{k}={v}`" for k, v in cfg.items()),
-        "",
-        "Last validation: "
-        + ", ".join(f"{k} {v:.4g}" for k, v in last.items() if isinstance(v, float | int)),
+        *(f"{i}. `{c}`" for i, c in enumerate(commands, 1)),
         "",
     ]
 
 
-def sscore_card(config, result, *, command: str) -> str:
+def _made(header: dict[str, Any]) -> list[str]:
+    train = header["train"]
+    ingest = _ingest_command(header["game"], train.get("games"), train["games_dir"])
+    lines = ["## How it was made", ""]
+    if ingest:
+        lines += [
+            f"Games: `{ingest}` (selection rules `{train['games'].get('rules')}`, "
+            f"{train['games'].get('kept'):,} games kept), run from the repository root.",
+            "",
+        ]
+    lines += [
+        *_commands(train.get("commands") or []),
+        _SPLIT_TEXT.format(fractions=tuple(train["split_fractions"]), salt=train["split_salt"]),
+        "",
+        f"Seed {train['seed']}; {train['steps']} steps in {train['train_seconds'] / 60:.1f} min "
+        f"of training on a 2-core CPU shared with other jobs, {train['torch_threads']} torch "
+        f"thread(s), {train['positions_per_second']:.0f} training positions/s on average.",
+        "",
+        "Settings: " + ", ".join(f"`{k}={v}`" for k, v in train.items() if k not in _RUN_KEYS),
+        "",
+    ]
+    history = header.get("history") or []
+    if history:
+        last = history[-1]
+        lines += [
+            "Last validation: "
+            + ", ".join(f"{k} {v:.4g}" for k, v in last.items() if isinstance(v, float | int)),
+            "",
+        ]
+    return lines
+
+
+def _positions_seen(header: dict[str, Any]) -> int:
+    """Training positions of the model's run (steps × positions per step)."""
+    train = header["train"]
+    return round(train["positions_per_second"] * train["train_seconds"], -3)
+
+
+def sscore_card(header: dict[str, Any], name: str) -> str:
     """Card of an s-score net, quality next to Chen et al.'s published figures."""
-    ev = result.evaluation
+    net, train, game = header["net"], header["train"], header["game"]
+    quality = header.get("quality")
+    per = train.get("evaluation_positions_per_instance")
+    features = (
+        " together with the policy's log-likelihood of it and the policy entropy"
+        if net.get("policy_features")
+        else ""
+    )
     lines = [
-        f"# kibitz-sscore-{config.game}",
+        f"# {name}",
         "",
-        f"Bradley-Terry strength estimator (s-score) of Chen, Shih & Wu (2025) for {config.game}, "
-        f"trained by Kibitz: {config.blocks} residual blocks × {config.channels} channels, policy, value "
-        "and s-score heads; the move enters the score head as board planes. Format `kibitz-sscore` "
-        "(`pipeline/sscore_net.py`), ONNX beside it.",
+        f"Bradley-Terry strength estimator (s-score) of Chen, Shih & Wu (2025) for {game}, "
+        f"trained by Kibitz: {net['blocks']} residual blocks × {net['channels']} channels, "
+        f"policy, value and s-score heads; the move enters the score head as board planes"
+        f"{features}. Format `kibitz-sscore` (`pipeline/sscore_net.py`), ONNX beside it.",
         "",
-        *_common(config, result, command),
+        *_made(header),
         "## Quality (evaluation split)",
         "",
     ]
-    if ev is not None:
+    if quality:
+        moves = "all its moves" if per is None else f"at most {per} random moves of it"
         lines += [
-            "Chen et al.'s protocol: predict the rank group whose mean s-score (training games) is "
-            "nearest to the mean s-score of n instances (a player's moves in one game, at most "
-            "16 random moves each).",
+            "Chen et al.'s protocol: each rank group's reference is the mean s-score of its "
+            f"instances in {train['max_reference_games']:,} training games; predict the group "
+            "whose reference is nearest to the mean s-score of n evaluation instances (an "
+            f"instance is a player's moves in one game; its score is the mean over {moves}); "
+            "1,000 draws per group; ±1 also accepts a neighbouring group.",
             "",
-            ev.to_markdown(),
+            SScoreEvaluation.from_dict(quality).to_markdown(),
             "",
         ]
     published = ", ".join(
-        f"n={n}: {p} %" for n, p in zip(NS, PUBLISHED_ACCURACY[config.game], strict=True)
+        f"n={n}: {p} %" for n, p in zip(NS, PUBLISHED_ACCURACY[game], strict=True)
     )
     lines += [
         "## How far from the published net, and why",
         "",
-        f"Chen et al. report {published}. Their estimators are 20-block × 256-channel residual nets "
-        "trained on GPUs for days on hundreds of thousands of games. This one trains for minutes on "
-        "two shared CPU cores, sees tens of thousands of positions, and is a few hundred thousand "
-        "parameters: it learns a coarse, partly monotone trend, not the published accuracy. "
-        "The same command with `--blocks 20 --channels 256` and no time budget on a GPU machine is "
-        "the full-size run.",
+        f"Chen et al. report {published}. Their estimators are 20-block × 256-channel residual "
+        f"nets trained on GPUs on hundreds of thousands of games. This one is {net['blocks']} × "
+        f"{net['channels']} (a few hundred thousand parameters, ~100× smaller) and saw about "
+        f"{_positions_seen(header):,.0f} training positions on one shared CPU core (orders of "
+        "magnitude less training): one game of a player says much less about the rank than "
+        "with the published nets, so accuracy at small n is well below theirs. The same "
+        "command with `--blocks 20 --channels 256`, all games and no time budget on a GPU "
+        "machine is the full-size run.",
         "",
     ]
     return "\n".join(lines)
 
 
-def go_policy_card(config, result, *, command: str) -> str:
+def go_policy_card(header: dict[str, Any], name: str) -> str:
     """Card of the rank-conditioned Go policy."""
-    ev = result.evaluation
+    from pipeline.train_go_policy import PolicyEvaluation  # torch-heavy: only for policy cards
+
+    net = header["net"]
+    quality = header.get("quality")
     lines = [
-        "# kibitz-go-policy",
+        f"# {name}",
         "",
-        "Rank-conditioned Go imitation policy (`pipeline/go_rank_policy.py`): one trunk pass gives "
-        f"move logits for all ranks {', '.join(('10k', '…', '9d'))} at once, output (B, 19, 362). "
-        f"{config.blocks} residual blocks × {config.channels} channels, per-rank FiLM head of "
-        f"{config.head_channels} channels. Format `kibitz-go-policy`, ONNX beside it.",
+        "Rank-conditioned Go imitation policy (`pipeline/go_rank_policy.py`): one trunk pass "
+        "gives move logits for all ranks 10k … 9d at once, output (B, 19, 362). "
+        f"{net['blocks']} residual blocks × {net['channels']} channels, per-rank FiLM head of "
+        f"{net['head_channels']} channels. Format `kibitz-go-policy`, ONNX beside it.",
         "",
-        f"Trained ranks (present in the training games): {', '.join(result.trained_ranks)}. Ranks "
-        "10k…6k have no games in the Fox selection; their priors are the linear extrapolation of "
-        "the trained ranks' parameters, not learned.",
+        f"Trained ranks (present in the training games): {', '.join(header['trained_ranks'])}. "
+        "Ranks 10k…6k have no games in the Fox selection; their priors are the linear "
+        "extrapolation of the trained ranks' parameters, not learned.",
         "",
-        *_common(config, result, command),
+        *_made(header),
         "## Quality (evaluation split)",
         "",
     ]
-    if ev is not None:
-        lines += [ev.to_markdown(), ""]
+    if quality:
+        lines += [PolicyEvaluation.from_dict(quality).to_markdown(), ""]
     lines += [
         "## How far from KataGo's HumanSL net, and why",
         "",
-        "KataGo's b18c384 HumanSL net was trained on GPUs on millions of human games and matches "
-        "roughly half of human moves; this CPU-trained net sees tens of thousands of positions in "
-        "minutes and matches far fewer. It exists to make Go imitation levels available offline "
-        "and cheaply (one trunk pass for all ranks); a full-size run is the same command with "
+        "KataGo's b18c384 HumanSL net was trained on GPUs on millions of human games; this "
+        f"{net['blocks']} × {net['channels']} net saw about {_positions_seen(header):,.0f} "
+        "training positions on one shared CPU core. It imitates moves well for its size, but "
+        "what separates adjacent ranks' moves is a few millinats per move, below what so little "
+        "training resolves. It exists to make Go imitation levels available offline and cheaply "
+        "(one trunk pass for all ranks); a full-size run is the same command with "
         "`--blocks 20 --channels 256` and no time budget on a GPU machine.",
         "",
     ]
     return "\n".join(lines)
+
+
+def render_card(header: dict[str, Any], name: str) -> str:
+    """The card of a model of either format."""
+    if header["format"] == SSCORE_FORMAT:
+        return sscore_card(header, name)
+    if header["format"] == GO_POLICY_FORMAT:
+        return go_policy_card(header, name)
+    raise ValueError(f"no model card for format {header['format']!r}")
+
+
+def write_card(folder: Path, name: str | None = None) -> Path:
+    """Re-render ``folder/MODEL_CARD.md`` from ``folder/model.yaml`` (name: the folder's)."""
+    folder = Path(folder)
+    header = yaml.safe_load((folder / HEADER_NAME).read_text(encoding="utf-8"))
+    path = folder / CARD_NAME
+    path.write_text(render_card(header, name or folder.name), encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    for arg in sys.argv[1:]:
+        print(write_card(Path(arg)))

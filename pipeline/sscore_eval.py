@@ -41,6 +41,7 @@ class SScoreEvaluation:
     reference_mean: np.ndarray  # (R,) mean instance score per group, training games
     evaluation_mean: np.ndarray  # (R,) same on the evaluation games
     evaluation_instances: np.ndarray  # (R,) instances per group in the evaluation pool
+    evaluation_sem: np.ndarray  # (R,) standard error of evaluation_mean (instance scores' sd/√n)
     spearman: float  # rank correlation of evaluation_mean with the group order
     accuracy: dict[int, float] = field(default_factory=dict)  # n -> % correct
     accuracy_pm1: dict[int, float] = field(default_factory=dict)  # n -> % within one group
@@ -49,6 +50,27 @@ class SScoreEvaluation:
     def strictly_increasing(self) -> bool:
         return bool(np.all(np.diff(self.evaluation_mean) > 0))
 
+    @property
+    def gap_z(self) -> np.ndarray:
+        """(R-1,) each adjacent gap of the evaluation means over its standard error."""
+        se = np.sqrt(self.evaluation_sem[1:] ** 2 + self.evaluation_sem[:-1] ** 2)
+        return np.diff(self.evaluation_mean) / np.maximum(se, 1e-12)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SScoreEvaluation:
+        """Inverse of :meth:`to_dict` (model headers store the dict)."""
+        return cls(
+            game=d["game"],
+            rank_groups=tuple(d["rank_groups"]),
+            reference_mean=np.asarray(d["reference_mean"], dtype=float),
+            evaluation_mean=np.asarray(d["evaluation_mean"], dtype=float),
+            evaluation_instances=np.asarray(d["evaluation_instances"], dtype=np.int64),
+            evaluation_sem=np.asarray(d["evaluation_sem"], dtype=float),
+            spearman=float(d["spearman"]),
+            accuracy={int(k): float(v) for k, v in d["accuracy"].items()},
+            accuracy_pm1={int(k): float(v) for k, v in d["accuracy_pm1"].items()},
+        )
+
     def to_dict(self) -> dict:
         return {
             "game": self.game,
@@ -56,6 +78,7 @@ class SScoreEvaluation:
             "reference_mean": [round(float(v), 4) for v in self.reference_mean],
             "evaluation_mean": [round(float(v), 4) for v in self.evaluation_mean],
             "evaluation_instances": [int(v) for v in self.evaluation_instances],
+            "evaluation_sem": [round(float(v), 5) for v in self.evaluation_sem],
             "spearman": round(self.spearman, 4),
             "strictly_increasing": self.strictly_increasing,
             "accuracy": {int(k): round(v, 1) for k, v in self.accuracy.items()},
@@ -70,20 +93,23 @@ class SScoreEvaluation:
         ]
         for n, pub in zip(NS, published, strict=True):
             lines.append(f"| {n} | {self.accuracy[n]:.1f} | {self.accuracy_pm1[n]:.1f} | {pub} |")
-        lines += ["", "| rank group | mean s-score (evaluation) | mean s-score (training) | instances |",
-                  "|---|---|---|---|"]  # fmt: skip
-        for g, e, r, c in zip(
-            self.rank_groups,
-            self.evaluation_mean,
-            self.reference_mean,
-            self.evaluation_instances,
-            strict=True,
-        ):
-            lines.append(f"| {g} | {e:+.3f} | {r:+.3f} | {c} |")
+        lines += [
+            "",
+            "| rank group | mean s-score (evaluation) | ± s.e. | gap to the group below (s.e.) "
+            "| mean s-score (training) | instances |",
+            "|---|---|---|---|---|---|",
+        ]
+        gaps = ["", *(f"{z:+.1f}" for z in self.gap_z)]
+        for g, e, se, z, r, c in zip(
+            self.rank_groups, self.evaluation_mean, self.evaluation_sem, gaps,
+            self.reference_mean, self.evaluation_instances, strict=True,
+        ):  # fmt: skip
+            lines.append(f"| {g} | {e:+.3f} | {se:.3f} | {z} | {r:+.3f} | {c} |")
         lines.append("")
         lines.append(
             f"Spearman correlation of the evaluation means with the group order: {self.spearman:.3f}; "
-            f"strictly increasing: {'yes' if self.strictly_increasing else 'no'}."
+            f"strictly increasing: {'yes' if self.strictly_increasing else 'no'} "
+            f"(smallest adjacent gap {self.gap_z.min():+.1f} standard errors)."
         )
         return "\n".join(lines)
 
@@ -120,6 +146,17 @@ def group_means(
     counts = np.bincount(groups[ok], minlength=num_groups)
     sums = np.bincount(groups[ok], weights=scores[ok], minlength=num_groups)
     return sums / np.maximum(counts, 1), counts
+
+
+def group_sems(scores: np.ndarray, groups: np.ndarray, num_groups: int) -> np.ndarray:
+    """(R,) standard error of each group's mean score (sample sd / √count; 0 below 2 members)."""
+    mean, counts = group_means(scores, groups, num_groups)
+    ok = groups >= 0
+    dev = np.bincount(
+        groups[ok], weights=(scores[ok] - mean[groups[ok]]) ** 2, minlength=num_groups
+    )
+    var = dev / np.maximum(counts - 1, 1)
+    return np.where(counts > 1, np.sqrt(var / np.maximum(counts, 1)), 0.0)
 
 
 def rank_prediction_accuracy(
@@ -182,6 +219,7 @@ def evaluate_sscore(
         reference_mean=ref_mean,
         evaluation_mean=eval_mean,
         evaluation_instances=eval_counts,
+        evaluation_sem=group_sems(eval_scores, eval_groups, r),
         spearman=rho,
         accuracy=exact,
         accuracy_pm1=near,

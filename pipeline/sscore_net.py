@@ -14,6 +14,15 @@ function of (position, move) as in Chen et al.'s state-action input, while the p
 never read the answer it is trained to predict; and one trunk pass could score any number of
 candidate moves.
 
+The score head also reads two numbers from the policy head (detached, so the Bradley-Terry loss
+never bends the policy): the log-likelihood of the shown move and the entropy of the policy.
+The policy head imitates the moves of ALL rank groups, so these are the "how expected was this
+move, and how open was the position" quantities that strength features are built on (Kuboki et
+al. 2025's move-matching and likelihood features); a small net trained on CPU finds them far
+sooner through the dense imitation signal than through the weak per-move Bradley-Terry signal.
+The policy is a softmax over the whole policy vector (no legal-move mask: the net has no legal
+list as input), so training uses the unmasked cross-entropy too.
+
 Inputs and outputs follow contract C4, so the evaluators, ONNX and TensorRT run it like any net
 (keep in sync with pipeline/extract_chess.py, which feeds ``played``)::
 
@@ -53,6 +62,8 @@ class SScoreNetConfig:
     channels: int = 64  # trunk width; 6 x 64 trains at a few hundred positions/s on 2 CPU cores
     score_channels: int = 32  # width of the move-conditioned score head
     value_hidden: int = 64
+    # The score head reads the policy's log-likelihood of the move and its entropy (see above).
+    policy_features: bool = True
 
     def validate(self) -> SScoreNetConfig:
         if self.game not in GAMES:
@@ -163,7 +174,7 @@ class SScoreNet(nn.Module):
                 torch.from_numpy(table.reshape(self.policy_size, 128)),
                 persistent=False,
             )
-            self.score = ScoreHead(c, 2, config.score_channels, extra=0)
+            self.score = ScoreHead(c, 2, config.score_channels, extra=self._policy_extra)
         else:
             self.board = go_spec.NN_LEN
             self.policy_size = go_spec.POLICY_SIZE
@@ -172,8 +183,14 @@ class SScoreNet(nn.Module):
             self.policy_bn = nn.BatchNorm2d(c // 2)
             self.policy_conv2 = nn.Conv2d(c // 2, 1, 1)
             self.pass_fc = nn.Linear(c, 1)
-            self.score = ScoreHead(c, 1, config.score_channels, extra=1)  # extra: the pass flag
+            # extra: the pass flag (+ the policy features)
+            self.score = ScoreHead(c, 1, config.score_channels, extra=1 + self._policy_extra)
         self.value = ValueHead(c, config.value_hidden)
+
+    @property
+    def _policy_extra(self) -> int:
+        """Inputs the policy features add to the score head's MLP."""
+        return 2 if self.config.policy_features else 0
 
     @property
     def input_names(self) -> tuple[str, ...]:
@@ -218,7 +235,19 @@ class SScoreNet(nn.Module):
             x = self.trunk(board, second)  # (B, C, 19, 19)
             played = third
         move, extra = self._move_planes(played)
-        return self.score(x, move, extra), self._policy(x), self.value(x)
+        policy = self._policy(x)  # (B, A)
+        if self.config.policy_features:
+            features = policy_features(policy.detach(), played)  # (B, 2)
+            extra = features if extra is None else torch.cat([extra, features], dim=1)
+        return self.score(x, move, extra), policy, self.value(x)
+
+
+def policy_features(policy: torch.Tensor, played: torch.Tensor) -> torch.Tensor:
+    """(B, 2): log-likelihood of the one-hot ``played`` move and the entropy of the policy."""
+    logp = torch.log_softmax(policy, dim=1)  # (B, A)
+    loglik = (logp * played).sum(dim=1, keepdim=True)  # (B, 1)
+    entropy = -(logp.exp() * logp).sum(dim=1, keepdim=True)  # (B, 1)
+    return torch.cat([loglik, entropy], dim=1)
 
 
 def build_sscore_net(config: SScoreNetConfig | dict) -> SScoreNet:

@@ -3,96 +3,72 @@
 Each position is labelled with the rank of the player to move (the games table's
 ``black_rank`` / ``white_rank``: Fox's 5k…9d in the selected sets); the loss is the cross-entropy
 over the legal moves of the logits at that rank (``pipeline/go_rank_policy.py`` computes all
-ranks at once; training reads the mover's). Trained ranks are the ones present in the training
+ranks at once; training evaluates only each position's own rank). Trained ranks are the ones present in the training
 games; the model header lists them, and ranks without games (10k…6k) are extrapolated.
 
 Evaluation (evaluation split): move-matching accuracy and mean log-likelihood per rank group
 with the net conditioned on the mover's own rank, and the matrix "net conditioned on rank group
 a (its representative rank), games of group b" whose diagonal should be best per column.
 
-    kibitz train policy go --games kibitz-out/games --out runs/go-policy --max-minutes 10
+    kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy --max-minutes 40
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
-from pipeline import tracking
-from pipeline.data_split import SplitConfig
+from pipeline import go_spec, tracking
 from pipeline.go_rank_policy import (
     GO_POLICY_RANKS,
     GoRankPolicyConfig,
     GoRankPolicyNet,
     rank_indices,
 )
-from pipeline.model_export import GO_POLICY_FORMAT, ExportedModel, export_model
-from pipeline.sscore_batches import GO_DEFAULT_KOMI, GO_RANK_GROUPS, PositionPool, build_pool
+from pipeline.model_export import GO_POLICY_FORMAT, ExportedModel
+from pipeline.sscore_batches import GO_RANK_GROUPS, PositionPool, build_pool
 from pipeline.train_loop import (
+    StepOutput,
     TimeBudget,
-    TrainState,
+    TrainSettings,
+    export_tracked,
     legal_mask,
-    load_checkpoint,
-    lr_at,
     masked_log_softmax,
-    save_checkpoint,
-    seed_everything,
-    set_lr,
+    run_loop,
+    run_record,
+    start_run,
 )
 from pipeline.training_games import load_split_games, read_games
 
 logger = logging.getLogger(__name__)
 
 EXPERIMENT = "kibitz-train-go-policy"
-# The rank a rank group is represented by when the net is conditioned on a group.
-GROUP_REPRESENTATIVE = {"3-5k": "4k", "1-2k": "2k", **{g: g for g in GO_RANK_GROUPS[2:]}}
+# The rank a rank group is represented by when the net is conditioned on a group: its most
+# common rank in the ingested Fox selection (3k: 2,579 of the 3-5k group's 3,806 player
+# instances; 1k: 2,697 of 3,652 in 1-2k), whose parameters the training games determine best.
+GROUP_REPRESENTATIVE = {"3-5k": "3k", "1-2k": "1k", **{g: g for g in GO_RANK_GROUPS[2:]}}
 
 
-@dataclass
-class GoPolicyTrainConfig:
+@dataclass(kw_only=True)
+class GoPolicyTrainConfig(TrainSettings):
     """Everything that decides a run; saved in checkpoints, MLflow and the model card."""
 
     blocks: int = 6
     channels: int = 64
     head_channels: int = 32
     batch_size: int = 64
-    positions_per_instance: int = 16  # random positions kept per player instance
-    max_train_games: int | None = None  # None: all training games (Go encodes ~5k positions/s)
     max_validation_games: int = 300
-    max_evaluation_games: int = 600
-    lr: float = 2e-3
-    weight_decay: float = 1e-4
-    warmup_steps: int = 50
     max_steps: int = 6000
-    final_lr_fraction: float = 0.05
-    epoch_steps: int | None = None  # None: one pass over the pool per epoch
     validation_positions: int = 2048
-    checkpoint_every: int = 100
-    seed: int = 0
-    komi: float = GO_DEFAULT_KOMI
-    split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)
-    split_salt: str = SplitConfig().salt
-    log_every: int = 20
 
     def net_config(self) -> GoRankPolicyConfig:
         return GoRankPolicyConfig(self.blocks, self.channels, self.head_channels)
-
-    def split_config(self) -> SplitConfig:
-        train, validation, evaluation = self.split_fractions
-        return SplitConfig(train, validation, evaluation, self.split_salt)
-
-    def resume_keys(self) -> dict[str, Any]:
-        d = asdict(self)
-        return {
-            k: (list(v) if isinstance(v, tuple) else v) for k, v in d.items() if k != "log_every"
-        }
 
 
 @dataclass
@@ -103,10 +79,12 @@ class PolicyEvaluation:
     accuracy: np.ndarray  # (R,) % top-1 = played, own rank
     loglik: np.ndarray  # (R,) mean log-likelihood of the played move, own rank
     positions: np.ndarray  # (R,)
-    matrix_accuracy: (
-        np.ndarray
-    )  # (A, B) % conditioned on group a's representative, games of group b
+    matrix_accuracy: np.ndarray  # (A, B) % conditioned on group a's representative, games of b
     matrix_loglik: np.ndarray  # (A, B)
+    # (B,) per column: mean log-likelihood of the own conditioning minus the best other one, and
+    # its paired standard error (both conditionings score the same positions).
+    diagonal_margin: np.ndarray
+    diagonal_margin_sem: np.ndarray
 
     @property
     def diagonal_best_loglik(self) -> int:
@@ -120,9 +98,23 @@ class PolicyEvaluation:
             "loglik": [round(float(v), 4) for v in self.loglik],
             "positions": [int(v) for v in self.positions],
             "matrix_accuracy": np.round(self.matrix_accuracy, 2).tolist(),
-            "matrix_loglik": np.round(self.matrix_loglik, 4).tolist(),
+            "matrix_loglik": np.round(self.matrix_loglik, 5).tolist(),
+            "diagonal_margin": np.round(self.diagonal_margin, 5).tolist(),
+            "diagonal_margin_sem": np.round(self.diagonal_margin_sem, 5).tolist(),
             "diagonal_best_loglik": self.diagonal_best_loglik,
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PolicyEvaluation:
+        """Inverse of :meth:`to_dict` (model headers store the dict)."""
+        arrays = {
+            k: np.asarray(d[k], dtype=float)
+            for k in ("accuracy", "loglik", "matrix_accuracy", "matrix_loglik",
+                      "diagonal_margin", "diagonal_margin_sem")
+        }  # fmt: skip
+        return cls(
+            groups=tuple(d["groups"]), positions=np.asarray(d["positions"], np.int64), **arrays
+        )
 
     def to_markdown(self) -> str:
         lines = [
@@ -135,7 +127,9 @@ class PolicyEvaluation:
             lines.append(f"| {g} | {n} | {a:.1f} | {ll:.3f} |")
         lines += [
             "",
-            "Mean log-likelihood, net conditioned on row group (representative rank), games of column group:",
+            "Mean log-likelihood, net conditioned on row group (representative rank), games of "
+            "column group; last row: the diagonal's margin over the best other conditioning of "
+            "its column, in millinats per move ± paired standard error:",
             "",
         ]
         lines.append("| cond \\ games | " + " | ".join(self.groups) + " |")
@@ -143,13 +137,19 @@ class PolicyEvaluation:
         best = self.matrix_loglik.argmax(axis=0)
         for a, g in enumerate(self.groups):
             cells = [
-                f"**{v:.3f}**" if best[b] == a else f"{v:.3f}"
+                f"**{v:.4f}**" if best[b] == a else f"{v:.4f}"
                 for b, v in enumerate(self.matrix_loglik[a])
             ]
             lines.append(f"| {g} ({GROUP_REPRESENTATIVE[g]}) | " + " | ".join(cells) + " |")
+        margins = [
+            f"{1000 * m:+.1f} ± {1000 * e:.1f}"
+            for m, e in zip(self.diagonal_margin, self.diagonal_margin_sem, strict=True)
+        ]
+        lines.append("| margin | " + " | ".join(margins) + " |")
         lines.append("")
         lines.append(
-            f"Bold: the best conditioning of each column; it is the column's own group in {self.diagonal_best_loglik} of {len(self.groups)} columns."
+            "Bold: the best conditioning of each column; it is the column's own group in "
+            f"{self.diagonal_best_loglik} of {len(self.groups)} columns."
         )
         return "\n".join(lines)
 
@@ -180,8 +180,7 @@ def _loss(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean cross-entropy at the movers' ranks and the top-1 hits: (scalar, (B,) bool)."""
     h = net.features(*_inputs(pool, rows))  # (B, H, 361)
-    all_logits = net.rank_logits(h, slice(None))  # (B, R, 362)
-    logits = all_logits[torch.arange(len(rows)), torch.from_numpy(ranks)]  # (B, 362)
+    logits = net.mover_logits(h, torch.from_numpy(ranks))  # (B, 362)
     logp = masked_log_softmax(
         logits, legal_mask(pool.legal_offsets, pool.legal_index, rows, logits.shape[1])
     )
@@ -228,22 +227,27 @@ def evaluate_policy(
     own_ll = np.zeros(len(rows))
     rep_hit = np.zeros((len(reps), len(rows)), bool)
     rep_ll = np.zeros((len(reps), len(rows)))
+    every = torch.arange(batch)
     for start in range(0, len(rows), batch):
         sl = slice(start, start + batch)
         chunk = rows[sl]
-        logits = net(*_inputs(pool, chunk))  # (b, R, 362)
-        mask = legal_mask(pool.legal_offsets, pool.legal_index, chunk, logits.shape[2])[
-            :, None
-        ]  # (b, 1, 362)
-        logp = torch.log_softmax(logits.masked_fill(~mask, -1e9), dim=2)  # (b, R, 362)
+        b = len(chunk)
+        h = net.features(*_inputs(pool, chunk))  # (b, H, 361): one trunk pass
+        # The group representatives' heads and each position's own rank; nothing else.
+        logits = torch.cat(
+            [net.rank_logits(h, torch.from_numpy(reps)),  # (b, A, 362)
+             net.mover_logits(h, torch.from_numpy(ranks[chunk]))[:, None]],  # (b, 1, 362)
+            dim=1,
+        )  # fmt: skip
+        mask = legal_mask(pool.legal_offsets, pool.legal_index, chunk, go_spec.POLICY_SIZE)
+        logp = masked_log_softmax(logits, mask[:, None])  # (b, A+1, 362)
         target = torch.from_numpy(pool.played[chunk])
-        played_lp = logp[torch.arange(len(chunk)), :, target]  # (b, R)
-        top = logp.argmax(dim=2) == target[:, None]  # (b, R)
-        idx = torch.from_numpy(ranks[chunk])
-        own_ll[sl] = played_lp[torch.arange(len(chunk)), idx].numpy()
-        own_hit[sl] = top[torch.arange(len(chunk)), idx].numpy()
-        rep_ll[:, sl] = played_lp[:, torch.from_numpy(reps)].T.numpy()
-        rep_hit[:, sl] = top[:, torch.from_numpy(reps)].T.numpy()
+        played_lp = logp[every[:b], :, target]  # (b, A+1)
+        top = logp.argmax(dim=2) == target[:, None]  # (b, A+1)
+        own_ll[sl] = played_lp[:, -1].numpy()
+        own_hit[sl] = top[:, -1].numpy()
+        rep_ll[:, sl] = played_lp[:, :-1].T.numpy()
+        rep_hit[:, sl] = top[:, :-1].T.numpy()
     g = group[rows]
     counts = np.bincount(g, minlength=len(groups))
     denom = np.maximum(counts, 1)
@@ -251,13 +255,23 @@ def evaluate_policy(
     def per_group(values: np.ndarray) -> np.ndarray:
         return np.bincount(g, weights=values.astype(np.float64), minlength=len(groups)) / denom
 
+    matrix_loglik = np.stack([per_group(rep_ll[a]) for a in range(len(reps))])  # (A, B)
+    margin, margin_sem = np.zeros(len(groups)), np.zeros(len(groups))
+    for b in range(len(groups)):  # one column per rank group (11), not per position
+        others = np.delete(np.arange(len(reps)), b)
+        rival = others[matrix_loglik[others, b].argmax()]
+        diff = rep_ll[b, g == b] - rep_ll[rival, g == b]  # (n_b,) paired differences
+        margin[b] = diff.mean() if len(diff) else 0.0
+        margin_sem[b] = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else 0.0
     return PolicyEvaluation(
         groups=groups,
         accuracy=100.0 * per_group(own_hit),
         loglik=per_group(own_ll),
         positions=counts,
         matrix_accuracy=100.0 * np.stack([per_group(rep_hit[a]) for a in range(len(reps))]),
-        matrix_loglik=np.stack([per_group(rep_ll[a]) for a in range(len(reps))]),
+        matrix_loglik=matrix_loglik,
+        diagonal_margin=margin,
+        diagonal_margin_sem=margin_sem,
     )
 
 
@@ -302,22 +316,21 @@ def train(
     evaluate: bool = True,
     export: bool = True,
     stop_after: int | None = None,
+    command: str | None = None,
 ) -> PolicyTrainResult:
     """Train (or resume) into ``out_dir``: checkpoints/, model files, MLflow run.
 
     ``stop_after``: end this invocation after that many steps (a deterministic stand-in for the
     time budget, for staged runs and tests); the schedule still spans ``config.max_steps``.
+    ``command``: the command line, recorded in the model header for the model card.
     """
     out_dir = Path(out_dir)
     budget = TimeBudget(max_minutes)
-    rng = seed_everything(config.seed)
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    net = GoRankPolicyNet(config.net_config())
-    optimizer = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    state = TrainState(0, rng, [], 0.0)
     ckpt_dir = out_dir / "checkpoints"
-    if resume:
-        state = load_checkpoint(ckpt_dir, net, optimizer, config.resume_keys())
+    net, optimizer, state = start_run(
+        lambda: GoRankPolicyNet(config.net_config()), config, ckpt_dir, resume=resume,
+        command=command,
+    )  # fmt: skip
     table = read_games(games_dir, "go")
     train_pool = _pool(games_dir, "train", config.max_train_games, config, config.seed, table)
     val_pool = _pool(
@@ -331,67 +344,25 @@ def train(
     epoch_steps = config.epoch_steps or max(1, len(usable) // config.batch_size)
     params = {**config.resume_keys(), "games_dir": str(games_dir), "epoch_steps": epoch_steps,
               "train_positions": len(usable), "trained_ranks": ",".join(trained)}  # fmt: skip
+
+    def step(rng: np.random.Generator) -> StepOutput:
+        rows = np.sort(usable[rng.integers(0, len(usable), size=config.batch_size)])
+        loss, _ = _loss(net, train_pool, rows, ranks[rows])
+        return StepOutput(loss, {}, len(rows))
+
     with tracking.tracked_run(
         EXPERIMENT, run_name="go-policy", tracking_uri=tracking_uri, params=params
     ):
-        net.train()
-        bar = tqdm(
-            total=config.max_steps, initial=state.step, disable=not progress, desc="go policy"
-        )
-        t_start, seconds_before = time.perf_counter(), state.train_seconds
-        seen, window_t, window_pos = 0, time.perf_counter(), 0
-        stop_step = (
-            config.max_steps
-            if stop_after is None
-            else min(config.max_steps, state.step + stop_after)
-        )
-        while state.step < stop_step and not budget.spent:
-            set_lr(optimizer, lr_at(state.step, base_lr=config.lr, total_steps=config.max_steps,
-                                    warmup_steps=config.warmup_steps, final_fraction=config.final_lr_fraction))  # fmt: skip
-            rows = np.sort(usable[state.rng.integers(0, len(usable), size=config.batch_size)])
-            loss, _ = _loss(net, train_pool, rows, ranks[rows])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            state.step += 1
-            seen += len(rows)
-            window_pos += len(rows)
-            if state.step % config.log_every == 0:
-                rate = window_pos / max(time.perf_counter() - window_t, 1e-9)
-                window_t, window_pos = time.perf_counter(), 0
-                tracking.log_metrics(
-                    {"train_loss": float(loss), "positions_per_s": rate}, step=state.step
-                )
-                bar.set_postfix(loss=f"{float(loss):.3f}", pos_s=f"{rate:.0f}")
-            bar.update(1)
-            at_epoch_end = state.step % epoch_steps == 0
-            if at_epoch_end or state.step % config.checkpoint_every == 0:
-                state.train_seconds = seconds_before + time.perf_counter() - t_start
-                if at_epoch_end:
-                    row = {
-                        "step": state.step,
-                        "epoch": state.step // epoch_steps,
-                        **validate(net, val_pool, config),
-                    }
-                    state.history.append(row)
-                    tracking.log_metrics(row, step=state.step)
-                save_checkpoint(ckpt_dir, net, optimizer, state, config.resume_keys())
-        bar.close()
-        run_seconds = time.perf_counter() - t_start
-        state.train_seconds = seconds_before + run_seconds
-        if not state.history or state.history[-1]["step"] != state.step:
-            row = {
-                "step": state.step,
-                "epoch": state.step / epoch_steps,
-                **validate(net, val_pool, config),
-            }
-            state.history.append(row)
-            tracking.log_metrics(row, step=state.step)
-        save_checkpoint(ckpt_dir, net, optimizer, state, config.resume_keys())
+        rate = run_loop(
+            net, optimizer, state, config, step=step,
+            validate=lambda: validate(net, val_pool, config), epoch_steps=epoch_steps,
+            checkpoint_dir=ckpt_dir, budget=budget, stop_after=stop_after, progress=progress,
+            desc="go policy",
+        )  # fmt: skip
         result = PolicyTrainResult(
             steps=state.step,
             train_seconds=state.train_seconds,
-            positions_per_second=seen / max(run_seconds, 1e-9),
+            positions_per_second=rate,
             history=state.history,
             trained_ranks=trained,
             pools={"train": len(train_pool), "validation": len(val_pool)},
@@ -415,15 +386,9 @@ def train(
                 "net": config.net_config().to_dict(),
                 "ranks": list(GO_POLICY_RANKS),
                 "trained_ranks": trained,
-                "train": {
-                    **params,
-                    "steps": state.step,
-                    "train_seconds": round(state.train_seconds, 1),
-                },
+                "train": run_record(params, state, config.batch_size, games_dir),
                 "quality": result.evaluation.to_dict() if result.evaluation else None,
                 "history": state.history,
             }
-            result.exported = export_model(net, out_dir, header=header, card=None)
-            tracking.log_file(result.exported.weights, artifact_path="model")
-            tracking.log_file(result.exported.onnx, artifact_path="model")
+            result.exported = export_tracked(net, out_dir, header)
     return result

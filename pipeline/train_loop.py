@@ -1,4 +1,9 @@
-"""The parts every Kibitz training command shares: seeding, LR schedule, checkpoints, time budget.
+"""The parts every Kibitz training command shares: settings, seeding, LR schedule, the training
+loop with its logging, per-epoch validation and checkpoints, the time budget and the export.
+
+Each trainer (``pipeline/train_sscore.py``, ``pipeline/train_go_policy.py``) supplies only what is
+its own: how to build the net, a *step function* (draw a batch from the sampling generator,
+return the loss) and a validation function; :func:`run_loop` does the rest identically for both.
 
 Determinism: all sampling draws from one numpy ``Generator`` whose state is saved in every
 checkpoint together with the net, the optimiser and the step, and the schedule depends on the
@@ -12,19 +17,74 @@ keeps its previous checkpoint.
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import os
 import random
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
+from tqdm import tqdm
+
+from pipeline import tracking
+from pipeline.data_split import SplitConfig
+from pipeline.model_export import ExportedModel, export_model
+from pipeline.sscore_batches import GO_DEFAULT_KOMI
+from pipeline.training_games import ingest_summary
+
+logger = logging.getLogger(__name__)
 
 CHECKPOINT_NAME = "last.pt"
+
+
+@dataclass(kw_only=True)
+class TrainSettings:
+    """Settings every trainer has; each trainer's config adds its own fields (keyword-only)."""
+
+    positions_per_instance: int = 16  # the pool keeps this many random positions per instance
+    max_train_games: int | None = None  # None: every training game of the split
+    max_validation_games: int = 600
+    max_evaluation_games: int | None = None  # None: the whole evaluation split
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+    warmup_steps: int = 100
+    max_steps: int = 4000  # length of the cosine schedule and hard stop
+    final_lr_fraction: float = 0.02
+    epoch_steps: int | None = None  # None: one pass over the training data per epoch
+    checkpoint_every: int = 200
+    seed: int = 0
+    komi: float = GO_DEFAULT_KOMI  # Go: komi of Fox's KM[0] games
+    split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)  # train, validation, evaluation
+    split_salt: str = SplitConfig().salt
+    log_every: int = 20
+
+    def split_config(self) -> SplitConfig:
+        train, validation, evaluation = self.split_fractions
+        return SplitConfig(train, validation, evaluation, self.split_salt)
+
+    def resume_keys(self) -> dict[str, Any]:
+        """Settings a resumed run must share with its checkpoint (the time budget may differ)."""
+        return {
+            k: (list(v) if isinstance(v, tuple) else v)
+            for k, v in asdict(self).items()
+            if k != "log_every"
+        }
+
+
+@dataclass
+class StepOutput:
+    """What a trainer's step function returns for one batch."""
+
+    loss: torch.Tensor  # scalar to minimise
+    metrics: dict[str, float]  # logged as train_<name> every log_every steps
+    positions: int  # positions in the batch (for positions/s)
 
 
 class CheckpointError(FileNotFoundError):
@@ -59,6 +119,7 @@ class TrainState:
     rng: np.random.Generator
     history: list[dict[str, float]]  # one row per validation (epoch)
     train_seconds: float  # training time summed over all resumed runs
+    commands: list[str] = field(default_factory=list)  # command line of each invocation
 
 
 def save_checkpoint(
@@ -80,6 +141,7 @@ def save_checkpoint(
             "rng": state.rng.bit_generator.state,
             "history": state.history,
             "train_seconds": state.train_seconds,
+            "commands": state.commands,
             "config": config,
         },
         tmp,
@@ -107,7 +169,13 @@ def load_checkpoint(
     optimizer.load_state_dict(saved["optimizer"])
     rng = np.random.default_rng()
     rng.bit_generator.state = saved["rng"]
-    return TrainState(saved["step"], rng, list(saved["history"]), float(saved["train_seconds"]))
+    return TrainState(
+        saved["step"],
+        rng,
+        list(saved["history"]),
+        float(saved["train_seconds"]),
+        list(saved.get("commands", [])),  # absent in checkpoints of older Kibitz versions
+    )
 
 
 class TimeBudget:
@@ -146,3 +214,131 @@ def legal_mask(
 def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Log-softmax over the legal moves only (illegal moves get a large negative logit)."""
     return torch.log_softmax(logits.masked_fill(~mask, -1e9), dim=-1)
+
+
+def start_run(
+    build_net: Callable[[], nn.Module],
+    settings: TrainSettings,
+    checkpoint_dir: Path,
+    *,
+    resume: bool,
+    command: str | None = None,
+) -> tuple[nn.Module, torch.optim.Optimizer, TrainState]:
+    """Seed, build the net (after seeding: its initial weights depend on the seed), AdamW, and
+    the state — restored from ``checkpoint_dir`` when ``resume``; ``command`` (this invocation's
+    command line) is appended to the state's commands, which the model card lists."""
+    rng = seed_everything(settings.seed)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    net = build_net()
+    optimizer = torch.optim.AdamW(
+        net.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
+    )
+    state = TrainState(0, rng, [], 0.0)
+    if resume:
+        state = load_checkpoint(checkpoint_dir, net, optimizer, settings.resume_keys())
+        logger.info("resumed at step %d", state.step)
+    if command:
+        state.commands.append(command)
+    return net, optimizer, state
+
+
+def run_loop(
+    net: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    state: TrainState,
+    settings: TrainSettings,
+    *,
+    step: Callable[[np.random.Generator], StepOutput],
+    validate: Callable[[], dict[str, float]],
+    epoch_steps: int,
+    checkpoint_dir: Path,
+    budget: TimeBudget,
+    stop_after: int | None = None,
+    progress: bool = True,
+    desc: str = "train",
+) -> float:
+    """Train until ``settings.max_steps``, ``stop_after`` more steps or the budget; returns the
+    positions/s of this invocation.
+
+    Every step: LR from the schedule, ``step(state.rng)``, backward, AdamW. Every ``log_every``
+    steps the step's metrics and positions/s go to MLflow and the progress bar; at each epoch end
+    (every ``epoch_steps``) ``validate()`` adds a history row; a checkpoint is written at epoch
+    ends, every ``checkpoint_every`` steps and when the loop stops (after a last validation if
+    the stop is not an epoch end), so any stop can be resumed exactly.
+    """
+    keys = settings.resume_keys()
+    net.train()
+    bar = tqdm(total=settings.max_steps, initial=state.step, disable=not progress, desc=desc)
+    t_start, seconds_before = time.perf_counter(), state.train_seconds
+    seen, window_t, window_pos = 0, time.perf_counter(), 0
+    stop_step = settings.max_steps
+    if stop_after is not None:
+        stop_step = min(stop_step, state.step + stop_after)
+
+    def validation_row(epoch: float) -> None:
+        row = {"step": state.step, "epoch": epoch, **validate()}
+        state.history.append(row)
+        tracking.log_metrics(row, step=state.step)
+        logger.info("validation: %s", json.dumps(row))
+
+    while state.step < stop_step and not budget.spent:
+        set_lr(optimizer, lr_at(state.step, base_lr=settings.lr, total_steps=settings.max_steps,
+                                warmup_steps=settings.warmup_steps,
+                                final_fraction=settings.final_lr_fraction))  # fmt: skip
+        out = step(state.rng)
+        optimizer.zero_grad(set_to_none=True)
+        out.loss.backward()
+        optimizer.step()
+        state.step += 1
+        seen += out.positions
+        window_pos += out.positions
+        if state.step % settings.log_every == 0:
+            rate = window_pos / max(time.perf_counter() - window_t, 1e-9)
+            window_t, window_pos = time.perf_counter(), 0
+            loss = float(out.loss.detach())
+            metrics = {"train_loss": loss, **{f"train_{k}": v for k, v in out.metrics.items()}}
+            tracking.log_metrics({**metrics, "positions_per_s": rate}, step=state.step)
+            bar.set_postfix(loss=f"{loss:.3f}", pos_s=f"{rate:.0f}")
+        bar.update(1)
+        at_epoch_end = state.step % epoch_steps == 0
+        if at_epoch_end or state.step % settings.checkpoint_every == 0:
+            state.train_seconds = seconds_before + time.perf_counter() - t_start
+            if at_epoch_end:
+                validation_row(state.step // epoch_steps)
+            save_checkpoint(checkpoint_dir, net, optimizer, state, keys)
+    bar.close()
+    run_seconds = time.perf_counter() - t_start
+    state.train_seconds = seconds_before + run_seconds
+    if not state.history or state.history[-1]["step"] != state.step:
+        validation_row(state.step / epoch_steps)
+    save_checkpoint(checkpoint_dir, net, optimizer, state, keys)
+    return seen / max(run_seconds, 1e-9)
+
+
+def export_tracked(net: nn.Module, out_dir: Path, header: dict[str, Any]) -> ExportedModel:
+    """Export weights + ONNX into ``out_dir`` and attach both to the active MLflow run."""
+    exported = export_model(net, out_dir, header=header, card=None)
+    tracking.log_file(exported.weights, artifact_path="model")
+    tracking.log_file(exported.onnx, artifact_path="model")
+    return exported
+
+
+def run_record(
+    params: dict[str, Any],
+    state: TrainState,
+    positions_per_step: int,
+    games_dir: Path,
+) -> dict[str, Any]:
+    """The ``train`` part of an exported model's header: everything its model card reports
+    (settings, steps, time, speed over all invocations, threads, the commands and where the
+    games came from)."""
+    rate = state.step * positions_per_step / max(state.train_seconds, 1e-9)
+    return {
+        **params,
+        "steps": state.step,
+        "train_seconds": round(state.train_seconds, 1),
+        "positions_per_second": round(rate, 1),
+        "torch_threads": torch.get_num_threads(),
+        "commands": list(state.commands),
+        "games": ingest_summary(games_dir),
+    }

@@ -11,6 +11,8 @@ the same on every machine, and a larger subset contains a smaller one).
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -66,3 +68,19 @@ def load_split_games(
         order = np.argsort(unit, kind="stable")
         chosen = chosen.take(np.sort(order[:max_games]))
     return chosen
+
+
+def ingest_summary(games_dir: Path) -> dict[str, object] | None:
+    """Where a games folder came from (``kibitz ingest``'s ``_summary.json``): the sources
+    (relative to the working directory, as a user types them from the repository root: the
+    model card repeats the ingest command), the selection rules' name and the games kept; None
+    for a folder written another way."""
+    path = Path(games_dir) / "_summary.json"
+    if not path.is_file():
+        return None
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    return {
+        "sources": [os.path.relpath(s) for s in summary.get("sources", [])],
+        "rules": (summary.get("rules") or {}).get("name"),
+        "kept": summary.get("kept"),
+    }

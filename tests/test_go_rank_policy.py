@@ -6,10 +6,10 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import torch
-from train_real_games import go_games
+from scipy.stats import spearmanr
+from train_real_games import evaluation_pool, go_games
 
 from pipeline import model_registry
-from pipeline.data_split import SplitConfig, assign_splits
 from pipeline.go_rank_policy import (
     GO_POLICY_RANKS,
     GoRankPolicyConfig,
@@ -21,8 +21,10 @@ from pipeline.go_rank_policy import (
 from pipeline.sscore_batches import build_pool
 from pipeline.train_go_policy import evaluate_policy
 
-# Measured on the shipped model over the held-out slice below (docs/train.md).
-SHIPPED_MIN_ACCURACY = 20.0  # measured 23.2 % on this slice (14 held-out games)
+# The held-out subset of test_sscore.py's Go monotonicity test (evaluation-split games among the
+# first HELD_OUT_READ of each group's file, 16 moves per instance), shared within a session.
+HELD_OUT_READ = 400
+SHIPPED_MIN_ACCURACY = 38.0  # measured 40.2 % over this subset (docs/train.md)
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +64,11 @@ def test_one_trunk_pass_equals_per_rank_forwards(pool):
             torch.testing.assert_close(view, one, atol=0, rtol=0)
     assert len(calls) == 1 + 2 * len(GO_POLICY_RANKS)  # the per-rank baseline: one trunk each
     assert not torch.allclose(all_ranks[:, 0], all_ranks[:, -1])
+    # Training reads only each position's own rank: the same logits, one rank's head each.
+    movers = torch.tensor([0, 5, 18, 9, 9, 12, 1, 2, 3, 4, 17, 16])
+    with torch.inference_mode():
+        own = net.mover_logits(net.features(spatial, global_), movers)  # (B, 362)
+    torch.testing.assert_close(own, all_ranks[torch.arange(12), movers], atol=1e-5, rtol=1e-5)
 
 
 def test_untrained_ranks_are_the_linear_extrapolation():
@@ -75,17 +82,27 @@ def test_untrained_ranks_are_the_linear_extrapolation():
         assert torch.count_nonzero(param.delta[[rank_index(r) for r in trained]]) > 0
 
 
-def test_shipped_policy_quality_on_held_out_games():
+def test_shipped_policy_quality_and_rank_conditioning_on_held_out_games():
+    """Issue 8's matrix: conditioned on rank group a, games of group b.
+
+    What the shipped CPU net resolves: every group's games are predicted better conditioned on
+    their own group than on the far end of the rank range, and the best conditioning of a column
+    rises with the column's rank. Whether the diagonal is the exact best is below the noise of
+    this net (adjacent ranks differ by a few millinats per move; docs/train.md, issue #8 open).
+    """
     entry = model_registry.resolve("kibitz-go-policy")
     assert entry.format == "kibitz-go-policy" and entry.game == "go"
     net = model_registry.load_net("kibitz-go-policy")
-    games = go_games(12)
-    held_out = np.asarray(assign_splits(games["game_id"].to_pylist(), SplitConfig())) != 0
-    ev = build_pool(games.filter(held_out), "go", positions_per_instance=16, seed=3)
-    result = evaluate_policy(net, ev)
+    result = evaluate_policy(net, evaluation_pool("go", HELD_OUT_READ, 16))
     overall = float((result.accuracy * result.positions).sum() / result.positions.sum())
     assert overall >= SHIPPED_MIN_ACCURACY
     assert np.all(result.loglik > -np.log(362))  # better than uniform over all points
+    m, r = result.matrix_loglik, len(result.groups)
+    own = np.diag(m)
+    far_end = np.where(np.arange(r) < r / 2, r - 1, 0)  # the end of the range farther away
+    assert np.all(own > m[far_end, np.arange(r)]), (own - m[far_end, np.arange(r)]).round(4)
+    best = m.argmax(axis=0)  # best conditioning of each games' group
+    assert spearmanr(best, np.arange(r)).statistic >= 0.6, best
 
 
 def test_shipped_policy_onnx_matches_torch(pool):

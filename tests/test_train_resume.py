@@ -42,10 +42,12 @@ def test_sscore_resume_reproduces_uninterrupted_run(chess_dir, tmp_path):
     }
     whole = train_sscore(config, chess_dir, tmp_path / "whole", export=False, **kw)
     assert whole.steps == 6 and [row["step"] for row in whole.history] == [3, 6]
-    first = train_sscore(config, chess_dir, tmp_path / "split", stop_after=4, **kw)
+    first = train_sscore(config, chess_dir, tmp_path / "split", stop_after=4, command="a", **kw)
     assert first.steps == 4 and [row["step"] for row in first.history] == [3, 4]  # + at the stop
-    second = train_sscore(config, chess_dir, tmp_path / "split", resume=True, **kw)
+    second = train_sscore(config, chess_dir, tmp_path / "split", resume=True, command="b", **kw)
     assert second.steps == 6
+    # The model header (and so the model card) lists the command of every invocation.
+    assert second.exported.header["train"]["commands"] == ["a", "b"]
     _assert_same(_weights(tmp_path / "whole"), _weights(tmp_path / "split"))
     epochs = [r for r in second.history if r["step"] in (3, 6)]
     assert [r["val_bt_loss"] for r in epochs] == [r["val_bt_loss"] for r in whole.history]

@@ -6,13 +6,20 @@ same rows ``kibitz ingest`` writes; missing data fails the tests (settings.data_
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import ingest_pgn, ingest_sgf, settings
-from pipeline.sscore_batches import CHESS_RANK_GROUPS, GO_RANK_GROUPS
+from pipeline.data_split import EVALUATION, assign_splits
+from pipeline.sscore_batches import (
+    CHESS_RANK_GROUPS,
+    GO_RANK_GROUPS,
+    PositionPool,
+    build_pool,
+)
 
 CHESS_DIR = "chess/lichess-2024-02-blitz/testing"
 GO_DIR = "go/fox-selected/testing"
@@ -45,3 +52,23 @@ def write_games_dir(table: pa.Table, folder: Path) -> Path:
     """A games-table folder (hive layout of ``kibitz ingest``) holding ``table``."""
     pq.write_to_dataset(table, folder, partition_cols=["game", "source", "month"])
     return folder
+
+
+def evaluation_games(game: str, read_per_group: int) -> pa.Table:
+    """The evaluation-split games (default split of pipeline/data_split.py) among the first
+    ``read_per_group`` games of each rank group's file: games no Kibitz net was trained on."""
+    games = chess_games(read_per_group) if game == "chess" else go_games(read_per_group)
+    codes = assign_splits(games["game_id"].to_pylist())
+    return games.filter(pa.array(codes == EVALUATION))
+
+
+@lru_cache(maxsize=4)
+def evaluation_pool(game: str, read_per_group: int, positions_per_instance: int) -> PositionPool:
+    """Pool of :func:`evaluation_games` (seed 3), built once per test session (Go encodes at
+    ~5k positions/s, and the s-score and policy tests read the same held-out games)."""
+    return build_pool(
+        evaluation_games(game, read_per_group),
+        game,
+        positions_per_instance=positions_per_instance,
+        seed=3,
+    )
