@@ -11,11 +11,27 @@ batch that keeps failing is quarantined instead of retried forever).
 from __future__ import annotations
 
 import os
+import signal
 from typing import Any
 
 import ray
 
 from pipeline.extract_config import config_from_dict
+
+# Reliability tests: a file path; the first evaluate() that finds the file deletes it and
+# SIGKILLs its own process mid-batch, so a test kills the net actor at an exact point, once.
+KILL_ONCE_ENV = "KIBITZ_TEST_KILL_NET_ACTOR"
+
+
+def _die_once_if_asked() -> None:
+    path = os.environ.get(KILL_ONCE_ENV)
+    if not path:
+        return
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 @ray.remote(max_restarts=-1, max_task_retries=0)
@@ -36,6 +52,7 @@ class EvaluatorActor:
 
     def evaluate(self, work: Any) -> Any:
         """A chunk's encoded positions → the per-net result (ChessNetResult / GoNetResult)."""
+        _die_once_if_asked()
         return self.step(work)
 
     def pid(self) -> int:

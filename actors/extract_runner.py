@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from typing import Any
 
 import ray
@@ -35,6 +36,8 @@ from pipeline.stockfish_eval import StockfishSettings
 log = logging.getLogger(__name__)
 
 RAY_ERRORS = (ray.exceptions.RayError,)
+# A task sent while its actor restarts fails with this, whatever its input: not the part's fault.
+ACTOR_RESTARTING = ray.exceptions.ActorUnavailableError
 
 
 class ExtractRunner:
@@ -96,6 +99,27 @@ class ExtractRunner:
             ranges = game_ranges_for(part.stop - part.start, 2 * len(self.pool))
             values = self.pool.submit(work, nets, ranges)
         return assemble_task.remote(self.config_dict, part, work, nets, *values)
+
+    def wait_ready(self, timeout_s: float = 600.0) -> None:
+        """Block until every net actor and engine answers, e.g. after Ray restarted a killed one.
+
+        Work sent to an actor that is still restarting fails at once (ActorUnavailableError);
+        retrying into that window would spend a part's attempts, and then quarantine good games,
+        on the actor's restart instead of on the part.
+        """
+        actors = [(a, a.pid) for a in self.evaluators]
+        if self.pool is not None:
+            actors += [(a, a.pids) for a in self.pool.actors]
+        deadline = time.monotonic() + timeout_s
+        for _, ping in actors:
+            while True:
+                try:
+                    ray.get(ping.remote(), timeout=max(1.0, deadline - time.monotonic()))
+                    break
+                except (ACTOR_RESTARTING, ray.exceptions.RayActorError):
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
 
     @staticmethod
     def wait_one(refs: list) -> ray.ObjectRef:

@@ -58,6 +58,9 @@ SUMMARY_FILE = "_summary.json"
 # Fault injection for the exactly-once tests: SIGKILL the driver after this many commits.
 CRASH_AFTER_ENV = "KIBITZ_EXTRACT_KILL_AFTER_COMMITS"
 ATTEMPTS = 2  # a part is tried this many times before it is split / quarantined
+# Resends after "actor restarting" per chunk; bounded, so an actor that never comes back still
+# ends in the attempts above instead of a loop.
+MAX_RESTART_WAITS = 8
 
 
 class ConfigMismatchError(ValueError):
@@ -81,6 +84,7 @@ class ChunkState:
     results: dict[Part, PartResult] = field(default_factory=dict)
     quarantined: list[pa.Table] = field(default_factory=list)
     failures: dict[Part, int] = field(default_factory=dict)
+    restarts: int = 0  # resends after "actor restarting" (MAX_RESTART_WAITS)
 
     @property
     def complete(self) -> bool:
@@ -213,7 +217,7 @@ def run_extract(
     """Run (or resume) one extraction; return the summary, also written to ``_summary.json``."""
     # Imported here: `pipeline` stays importable without Ray; this is where the driver
     # crosses into `actors`.
-    from actors.extract_runner import RAY_ERRORS, ExtractRunner
+    from actors.extract_runner import ACTOR_RESTARTING, RAY_ERRORS, ExtractRunner
 
     games_root, out_root = Path(games_root), Path(out_root)
     store = ChunkStore(out_root, PARTITION_COLUMNS)
@@ -254,6 +258,14 @@ def run_extract(
             try:
                 result = runner.get(ref)
             except RAY_ERRORS as exc:
+                if isinstance(exc, ACTOR_RESTARTING) and state.restarts < MAX_RESTART_WAITS:
+                    # Sent while an actor restarted: wait for it, resend, count no attempt.
+                    state.restarts += 1
+                    stats.retries += 1
+                    log.warning("part %s hit a restarting actor; waiting for it", part)
+                    runner.wait_ready()
+                    submit(state, part)
+                    continue
                 failures = state.failures.get(part, 0) + 1
                 state.failures[part] = failures
                 stats.retries += 1

@@ -21,6 +21,7 @@ import pyarrow.dataset as ds
 import pytest
 import ray
 
+from actors.evaluator_actor import KILL_ONCE_ENV
 from pipeline import settings
 from pipeline.chunk_store import ChunkStore
 from pipeline.extract import CRASH_AFTER_ENV, plan_chunks, run_extract
@@ -113,18 +114,40 @@ def test_killed_driver_resumes_exactly_once(games_root, baseline, tmp_path):
 
 
 @pytest.mark.slow
-def test_killed_actor_and_engine_are_retried(games_root, baseline):
+def test_net_actor_killed_during_a_run_loses_and_quarantines_nothing(
+    games_root, baseline, tmp_path, monkeypatch
+):
+    """kill -9 of the net actor mid-run: Ray restarts it, the driver waits for the restart and
+    resends the lost parts; no game is quarantined for the actor's restart, every move once."""
+    out = tmp_path / "features"
+    trigger = tmp_path / "kill-net-actor"
+    trigger.touch()  # the first batch the net actor takes kills it (KILL_ONCE_ENV)
+    monkeypatch.setenv(KILL_ONCE_ENV, str(trigger))
+    summary = run_extract(config(), games_root, out, num_cpus=2, show_progress=False)
+    assert not trigger.exists()
+    assert summary["this_run"]["retries"] >= 1
+    assert summary["quarantined_games"] == 0
+    assert_same(read_features(out), baseline)
+
+
+@pytest.mark.slow
+def test_killed_actor_and_engine_are_retried(games_root, baseline, tmp_path, monkeypatch):
     from actors.extract_runner import RAY_ERRORS, ExtractRunner
 
+    trigger = tmp_path / "kill-net-actor"
+    monkeypatch.setenv(KILL_ONCE_ENV, str(trigger))
     chunks = plan_chunks(games_root, config())
     with ExtractRunner(config(), str(games_root), num_cpus=2) as runner:
         part = chunks[0].part
         expected = runner.get(runner.submit(part)).features
-        ref = runner.submit(chunks[1].part)
-        ray.kill(runner.evaluators[0], no_restart=False)  # the net actor dies mid-batch
+        actor_pid = ray.get(runner.evaluators[0].pid.remote())
+        trigger.touch()
+        ref = runner.submit(chunks[1].part)  # the net actor dies (kill -9) on this batch
         with pytest.raises(RAY_ERRORS):
             runner.get(ref)
-        again = runner.get(runner.submit(chunks[1].part)).features  # restarted by Ray
+        runner.wait_ready()  # as run_extract does: a resend into the restart would fail at once
+        assert ray.get(runner.evaluators[0].pid.remote()) != actor_pid  # restarted by Ray
+        again = runner.get(runner.submit(chunks[1].part)).features
         _, engine_pid = ray.get(runner.pool.actors[0].pids.remote())
         os.kill(engine_pid, signal.SIGKILL)  # Stockfish dies: restarted inside the actor
         time.sleep(0.2)
