@@ -3,8 +3,9 @@
 Each position is labelled with the rank of the player to move (the games table's
 ``black_rank`` / ``white_rank``: Fox's 5k…9d in the selected sets); the loss is the cross-entropy
 over the legal moves of the logits at that rank (``pipeline/go_rank_policy.py`` computes all
-ranks at once; training evaluates only each position's own rank). Trained ranks are the ones present in the training
-games; the model header lists them, and ranks without games (10k…6k) are extrapolated.
+ranks at once; training evaluates only each position's own rank). Trained ranks are the ones
+present in the training games; the model header lists them, and ranks without games (10k…6k)
+are extrapolated.
 
 Evaluation (evaluation split): move-matching accuracy and mean log-likelihood per rank group
 with the net conditioned on the mover's own rank, and the matrix "net conditioned on rank group

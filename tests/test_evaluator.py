@@ -6,6 +6,7 @@ Real positions are lc0's own input planes for the 40 reference positions
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -105,20 +106,18 @@ def test_bad_inputs_are_named(real_planes: np.ndarray) -> None:
         make_evaluator(maia(1100), backend="tpu")
 
 
-def test_tensorrt_without_gpu_is_a_clear_error() -> None:
-    if torch.cuda.is_available():
-        pytest.skip("this machine has a GPU; covered by the gpu tests")
-    with pytest.raises(BackendUnavailableError, match="TensorRT Python package"):
-        make_evaluator(maia(1100), backend="tensorrt", device="cuda")
+def test_tensorrt_without_gpu_or_package_is_a_clear_error() -> None:
     with pytest.raises(BackendUnavailableError, match="needs a CUDA device"):
         make_evaluator(maia(1100), backend="tensorrt", device="cpu")
+    if importlib.util.find_spec("tensorrt") is None:  # any machine without the package
+        with pytest.raises(BackendUnavailableError, match="TensorRT Python package"):
+            make_evaluator(maia(1100), backend="tensorrt", device="cuda")
 
 
 @pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_tensorrt_fp16_matches_torch(real_planes: np.ndarray, cache_dir: Path) -> None:
     pytest.importorskip("tensorrt")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU")
     from pipeline.tensorrt_engine import TensorRTEvaluator
 
     net = maia(1500)

@@ -567,10 +567,9 @@ def test_unknown_block_kind_is_unsupported(synthetic: tuple[dict, bytes]) -> Non
 
 
 @pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_tensorrt_fp16_close_to_torch(tmp_path: Path) -> None:
     pytest.importorskip("tensorrt")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
     from pipeline.evaluator import make_evaluator
 
     net = load_katago_net(g170_path())
