@@ -63,10 +63,25 @@ def policy_over_legal(logits: np.ndarray, pos: ChessPositions) -> LegalPolicy:
         raise PolicyShapeError(
             f"policy logits of shape {logits.shape!r} for {n} positions; expected ({n}, 1858)"
         )
+    rows = np.repeat(np.arange(n), pos.legal_counts)  # (L,)
+    return softmax_over_legal(logits[rows, pos.legal_policy_index], pos)
+
+
+def softmax_over_legal(legal_logits: np.ndarray, pos: ChessPositions) -> LegalPolicy:
+    """:func:`policy_over_legal` from the legal moves' logits alone, (L,) in CSR order.
+
+    A GPU net bank gathers these on the device (``NetJob.gather``), so only ~30 numbers per
+    position cross PCIe instead of 1858.
+    """
+    n = len(pos)
     offsets = pos.legal_offsets
     starts = offsets[:-1]
     counts = np.diff(offsets)
     n_legal = int(offsets[-1])
+    if legal_logits.shape != (n_legal,):
+        raise PolicyShapeError(
+            f"{legal_logits.shape!r} legal-move logits for {n_legal} legal moves of {n} positions"
+        )
     if n == 0:
         empty_f = np.zeros(0, dtype=np.float32)
         return LegalPolicy(
@@ -75,8 +90,7 @@ def policy_over_legal(logits: np.ndarray, pos: ChessPositions) -> LegalPolicy:
         )  # fmt: skip
     if (counts <= 0).any():
         raise PolicyShapeError("every position needs at least one legal move")
-    rows = np.repeat(np.arange(n), counts)  # (L,)
-    values = logits[rows, pos.legal_policy_index].astype(np.float64)  # (L,)
+    values = legal_logits.astype(np.float64)  # (L,)
     seg_max = np.maximum.reduceat(values, starts)  # (N,)
     shifted = values - np.repeat(seg_max, counts)  # (L,) <= 0, 0 at each maximum
     log_z = np.log(np.add.reduceat(np.exp(shifted), starts))  # (N,)

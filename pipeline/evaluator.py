@@ -53,16 +53,25 @@ class Evaluator(Protocol):
 
 
 def check_inputs(
-    inputs: Mapping[str, np.ndarray], input_names: tuple[str, ...]
-) -> tuple[list[np.ndarray], int]:
-    """The inputs in net order as contiguous float32 arrays, and their common batch size."""
+    inputs: Mapping[str, np.ndarray | torch.Tensor], input_names: tuple[str, ...]
+) -> tuple[list, int]:
+    """The inputs in net order and their common batch size.
+
+    Numpy inputs become contiguous float32 arrays; torch tensors (a net bank that already put
+    the batch on the evaluator's GPU) pass through untouched.
+    """
     missing = [name for name in input_names if name not in inputs]
     extra = [name for name in inputs if name not in input_names]
     if missing or extra:
         raise EvaluatorInputError(
             f"net takes inputs {input_names!r}; missing {missing!r}, unexpected {extra!r}"
         )
-    arrays = [np.ascontiguousarray(inputs[name], dtype=np.float32) for name in input_names]
+    arrays = [
+        inputs[name]
+        if isinstance(inputs[name], torch.Tensor)
+        else np.ascontiguousarray(inputs[name], dtype=np.float32)
+        for name in input_names
+    ]
     sizes = {a.shape[0] if a.ndim else -1 for a in arrays}
     if len(sizes) != 1 or -1 in sizes:
         shapes = {name: a.shape for name, a in zip(input_names, arrays, strict=True)}
@@ -105,6 +114,11 @@ class TorchEvaluator:
     ``num_threads`` sets torch's intra-op threads for the process (torch has one pool);
     Ray actors pass the CPUs they were given. Results are deterministic for a given
     batch split: the same input rows give the same outputs run after run.
+
+    On a GPU, ``fp32`` means FP32: PyTorch lets cuDNN and cuBLAS round FP32 to TF32 by default,
+    which moved Maia logits by up to 3e-2 from lc0's on an H100 (bench/bench_gpu_nets.py),
+    so this evaluator switches TF32 off for the process. ``fp16`` runs weights and activations
+    in FP16. Inputs may be numpy arrays or tensors already on the device.
     """
 
     def __init__(
@@ -122,6 +136,9 @@ class TorchEvaluator:
             raise BackendUnavailableError("fp16 torch evaluation needs a CUDA device")
         if num_threads is not None:
             torch.set_num_threads(num_threads)
+        if device.startswith("cuda") and precision == "fp32":
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
         self.device = torch.device(device)
         self.dtype = torch.float16 if precision == "fp16" else torch.float32
         self.net = net.eval().to(
@@ -131,15 +148,24 @@ class TorchEvaluator:
         self.output_names = tuple(net.output_names)
         self.max_batch = max_batch
 
-    def _run(self, chunk: list[np.ndarray]) -> list[np.ndarray]:
-        tensors = [_channels_last(torch.from_numpy(a).to(self.device, self.dtype)) for a in chunk]
+    def run_on_device(self, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """One batch (at most ``max_batch`` rows) in, outputs left on the device in the net's
+        dtype, so a caller can reduce them there before anything crosses PCIe."""
+        tensors = [
+            _channels_last(torch.as_tensor(inputs[name]).to(self.device, self.dtype))
+            for name in self.input_names
+        ]
         with torch.inference_mode():
             results = self.net(*tensors)
         if isinstance(results, torch.Tensor):  # a one-output net returns its tensor bare
             results = (results,)
-        return [r.float().cpu().numpy() for r in results]
+        return dict(zip(self.output_names, results, strict=True))
 
-    def __call__(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def _run(self, chunk: list) -> list[np.ndarray]:
+        outputs = self.run_on_device(dict(zip(self.input_names, chunk, strict=True)))
+        return [r.float().cpu().numpy() for r in outputs.values()]
+
+    def __call__(self, inputs: Mapping[str, np.ndarray | torch.Tensor]) -> dict[str, np.ndarray]:
         arrays, batch = check_inputs(inputs, self.input_names)
         return run_in_chunks(arrays, batch, self.max_batch, self.output_names, self._run)
 

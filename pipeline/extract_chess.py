@@ -44,7 +44,7 @@ import chess
 import numpy as np
 import pyarrow as pa
 
-from pipeline.chess_policy import policy_over_legal
+from pipeline.chess_policy import softmax_over_legal
 from pipeline.chess_spec import POLICY_SIZE, unpack_move
 from pipeline.encode_chess import (
     OUTCOME_CHECKMATE,
@@ -57,7 +57,7 @@ from pipeline.expected_loss import LikelyMoves, csr_to_dense, expected_loss, lik
 from pipeline.extract_config import ConfigError, ExtractConfig
 from pipeline.features_rows import build_table, game_columns
 from pipeline.features_schema import column_slug
-from pipeline.net_bank import NetBank, NetJob
+from pipeline.net_bank import Gather, NetBank, NetJob
 from pipeline.packed_planes import PackedPlanes, pack_planes
 from pipeline.stockfish_eval import StockfishEvaluator, StockfishSettings, win_rate_to_v
 
@@ -159,7 +159,8 @@ class ChessNetStep:
             threads=config.evaluator_cpus,
         )
         self.jobs = {
-            net.name: NetJob(net.name, net.model, ("policy",)) for net in config.imitation_nets
+            net.name: NetJob(net.name, net.model, ("policy",), gather={"policy": "legal"})
+            for net in config.imitation_nets
         }
         self.jobs.update(
             {net.name: NetJob(net.name, net.model, ("sscore",)) for net in config.strength_nets}
@@ -179,7 +180,9 @@ class ChessNetStep:
             if shared:
                 self.value_key = shared[0]
                 job = self.jobs[shared[0]]
-                self.jobs[shared[0]] = NetJob(job.key, model, ("policy", self.value_output))
+                self.jobs[shared[0]] = NetJob(
+                    job.key, model, ("policy", self.value_output), gather=job.gather
+                )
             else:
                 self.value_key = f"value:{model}"
                 self.jobs[self.value_key] = NetJob(self.value_key, model, (self.value_output,))
@@ -192,8 +195,17 @@ class ChessNetStep:
         played_index = pos.played_policy_index.astype(np.int64)  # (N,)
         strength = bool(self.config.strength_nets)
 
-        def source(start: int, stop: int) -> dict[str, np.ndarray]:
-            inputs = {"planes": work.planes.unpack(start, stop)}  # (B, 112, 8, 8)
+        def source(start: int, stop: int) -> dict[str, np.ndarray | PackedPlanes | Gather]:
+            first, last = pos.legal_offsets[start], pos.legal_offsets[stop]
+            inputs: dict = {
+                "planes": work.planes.rows(start, stop),  # (B, 112, 8, 8) packed
+                "legal": Gather(  # each position's legal-move logits, (L_B,)
+                    np.repeat(
+                        np.arange(stop - start), np.diff(pos.legal_offsets[start : stop + 1])
+                    ),
+                    pos.legal_policy_index[first:last].astype(np.int64),
+                ),
+            }
             if strength:  # strength nets also see the played move, one-hot over the policy
                 one_hot = np.zeros((stop - start, POLICY_SIZE), np.float32)  # (B, 1858)
                 one_hot[np.arange(stop - start), played_index[start:stop]] = 1
@@ -205,7 +217,7 @@ class ChessNetStep:
         result = ChessNetResult({}, {}, {}, {}, None)
         el_net = self.config.expected_loss.net
         for net in self.config.imitation_nets:
-            policy = policy_over_legal(outputs[net.name]["policy"], pos)
+            policy = softmax_over_legal(outputs[net.name]["policy"], pos)
             result.prior[net.name] = policy.played_prob.astype(np.float32)
             result.logprior[net.name] = np.maximum(policy.played_logprob, LOG_PRIOR_FLOOR).astype(
                 np.float32

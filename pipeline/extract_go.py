@@ -261,9 +261,9 @@ class GoNetStep:
         played_all = pos.played_index.astype(np.int64)
         strength = bool(self.config.strength_nets)
 
-        def source(start: int, stop: int) -> dict[str, np.ndarray]:
-            inputs = {
-                "spatial": work.spatial.unpack(start, stop),  # (B, 22, 19, 19)
+        def source(start: int, stop: int) -> dict[str, np.ndarray | PackedPlanes]:
+            inputs: dict = {
+                "spatial": work.spatial.rows(start, stop),  # (B, 22, 19, 19) packed
                 "global": work.global_[start:stop],  # (B, 19)
             }
             for name, (row_b, row_w) in self.meta_rows.items():  # (192,) each

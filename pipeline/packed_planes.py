@@ -32,6 +32,19 @@ class PackedPlanes:
     def nbytes(self) -> int:
         return self.bits.nbytes + self.floats.nbytes
 
+    def rows(self, start: int, stop: int) -> PackedPlanes:
+        """Rows ``start:stop`` still packed (views, no copy): a net bank unpacks them where its
+        nets run (``pipeline.net_bank``)."""
+        stop = min(stop, self.shape[0])
+        start = min(start, stop)
+        return PackedPlanes(
+            (stop - start, *self.shape[1:]),
+            self.bits[start:stop],
+            self.binary_channels,
+            self.float_channels,
+            self.floats[start:stop],
+        )
+
     def unpack(self, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Rows ``start:stop`` as (n, C, H, W) float32, exactly the planes that were packed."""
         n_all, c, h, w = self.shape

@@ -361,33 +361,42 @@ class TensorRTEvaluator:
                 f"engine {str(self.engine_path)!r} lacks tensors {sorted(missing)!r}"
             )
 
-    def _run(self, chunk: list[np.ndarray]) -> list[np.ndarray]:
+    def run_on_device(self, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """One batch (at most the profile's max rows) in, outputs left on the GPU in the
+        engine's dtypes, ordered after the engine on the default stream."""
         trt = self.trt
+        # inputs a net bank placed on the GPU were written on the default stream
+        self.stream.wait_stream(torch.cuda.default_stream(self.device))
         with torch.cuda.device(self.device), torch.cuda.stream(self.stream):
-            inputs = []
-            for name, array in zip(self.input_names, chunk, strict=True):
+            kept = []
+            for name in self.input_names:
                 dtype = _torch_dtype(trt, self.engine.get_tensor_dtype(name))
-                tensor = (
-                    torch.from_numpy(array)
-                    .pin_memory()
-                    .to(self.device, dtype=dtype, non_blocking=True)
-                )
-                inputs.append(tensor)  # keep alive until the stream is done
+                source = torch.as_tensor(inputs[name])
+                if source.device.type == "cpu":
+                    source = source.pin_memory()
+                tensor = source.to(self.device, dtype=dtype, non_blocking=True).contiguous()
+                kept.append(tensor)
                 self.context.set_input_shape(name, tuple(tensor.shape))
                 self.context.set_tensor_address(name, tensor.data_ptr())
-            outputs = []
+            outputs = {}
             for name in self.output_names:
                 shape = tuple(self.context.get_tensor_shape(name))
                 dtype = _torch_dtype(trt, self.engine.get_tensor_dtype(name))
                 tensor = torch.empty(shape, dtype=dtype, device=self.device)
                 self.context.set_tensor_address(name, tensor.data_ptr())
-                outputs.append(tensor)
+                outputs[name] = tensor
             if not self.context.execute_async_v3(self.stream.cuda_stream):
                 raise TensorRTError(f"TensorRT execution failed for {str(self.engine_path)!r}")
-            results = [t.float().cpu() for t in outputs]  # synchronises the stream
-        return [r.numpy() for r in results]
+        for tensor in kept:  # their memory is not reused before the engine has read it
+            tensor.record_stream(self.stream)
+        torch.cuda.default_stream(self.device).wait_stream(self.stream)
+        return outputs
 
-    def __call__(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def _run(self, chunk: list) -> list[np.ndarray]:
+        outputs = self.run_on_device(dict(zip(self.input_names, chunk, strict=True)))
+        return [t.float().cpu().numpy() for t in outputs.values()]
+
+    def __call__(self, inputs: Mapping[str, np.ndarray | torch.Tensor]) -> dict[str, np.ndarray]:
         arrays, batch = check_inputs(inputs, self.input_names)
         if batch and batch < self.profile.min_batch:
             raise ValueError(

@@ -16,7 +16,13 @@ import pytest
 
 from pipeline import settings
 from pipeline.check_chess import check_net
-from pipeline.chess_policy import PolicyShapeError, index_to_uci, moves_uci, policy_over_legal
+from pipeline.chess_policy import (
+    PolicyShapeError,
+    index_to_uci,
+    moves_uci,
+    policy_over_legal,
+    softmax_over_legal,
+)
 from pipeline.chess_spec import POLICY_INDEX_OF
 from pipeline.encode_chess import encode_games, legal_uci
 
@@ -92,6 +98,22 @@ def test_segment_softmax_reproduces_lc0_priors(records, reference_logits, positi
         assert moves[pol.top1_legal_pos[i]] == best
         assert pol.top1_is_played[i] == (best == played)
     np.testing.assert_allclose(np.add.reduceat(pol.probs, sub.legal_offsets[:-1]), 1.0, atol=1e-5)
+
+
+def test_softmax_from_gathered_legal_logits_equals_the_full_policy_path(
+    records, reference_logits, positions
+) -> None:
+    """What a GPU net bank returns (the legal moves' logits only) decodes identically."""
+    pos, rows = positions
+    sub = _subset(pos, rows)
+    logits = np.stack([reference_logits[(r["net"], r["game_site"], r["ply"])] for r in records])
+    full = policy_over_legal(logits, sub)
+    legal_rows = np.repeat(np.arange(len(sub)), sub.legal_counts)
+    gathered = softmax_over_legal(logits[legal_rows, sub.legal_policy_index], sub)
+    for field in ("probs", "logprobs", "played_prob", "played_logprob", "top1_legal_pos"):
+        np.testing.assert_array_equal(getattr(gathered, field), getattr(full, field))
+    with pytest.raises(PolicyShapeError, match="legal-move logits"):
+        softmax_over_legal(logits[legal_rows[:-1], sub.legal_policy_index[:-1]], sub)
 
 
 def test_top1_moves_and_index_decoding() -> None:
