@@ -2,6 +2,7 @@
 
     python bench/bench_extract.py                         # chess (960 games) and Go (1,100 games)
     python bench/bench_extract.py --max-games 16 --nodes 500 --game chess     # a short run
+    python bench/bench_extract.py --game go --config bench/extract-go-gpu.yaml  # one GPU
 
 Prints, per game kind: positions/s end to end, seconds per stage, the nets' share of the net
 stage's wall time, and the ratio of the net stage to a baseline measured in the same run on a
@@ -15,23 +16,26 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 import chess
+import torch
 
 from pipeline import settings
+from pipeline.cli_ingest import DEFAULT_GAMES_PER_CHUNK, DEFAULT_PRESETS
 from pipeline.encode_chess import encode_games as encode_chess_games
 from pipeline.encode_go import encode_games as encode_go_games
 from pipeline.evaluator import make_evaluator
 from pipeline.extract import plan_chunks, run_extract
-from pipeline.extract_config import preset
+from pipeline.extract_config import load_config, preset
 from pipeline.extract_steps import read_games_rows
 from pipeline.go_rules import GoGameSpec
+from pipeline.ingest import IngestConfig, format_summary, resolve_sources, run_ingest
 from pipeline.model_registry import load_net
+from pipeline.selection import load_preset
 from pipeline.stockfish_eval import StockfishEvaluator, StockfishSettings
 
 SPLITS = {
@@ -40,12 +44,25 @@ SPLITS = {
 }
 
 
+# The baseline runs its nets where the extraction's nets run: one CPU thread, or the GPU (FP32).
+BASELINE_DEVICE = (
+    {"device": "cuda"} if torch.cuda.is_available() else {"device": "cpu", "num_threads": 1}
+)
+
+
 def ingest(game: str, out: Path) -> Path:
-    subprocess.run(
-        ["kibitz", "ingest", game, str(SPLITS[game]), "--out", str(out), "--no-progress"],
-        check=True,
-        capture_output=True,
+    """``kibitz ingest GAME SPLIT --out OUT`` with the default selection rules, in-process."""
+    config = IngestConfig(
+        game=game,
+        sources=resolve_sources([str(SPLITS[game])]),
+        out_dir=out,
+        rules=load_preset(DEFAULT_PRESETS[game]),
+        games_per_chunk=DEFAULT_GAMES_PER_CHUNK[game],
+        show_progress=False,
     )
+    summary = run_ingest(config)
+    if summary["chunks"]["failed"]:
+        raise RuntimeError(f"ingesting {SPLITS[game]} failed: {format_summary(summary)}")
     return out
 
 
@@ -56,7 +73,7 @@ def first_games(games_root: Path, config, n: int):
 
 def baseline_chess(games_root: Path, config, positions: int) -> float:
     """Positions/s of 'one position per net call': board per position, 9 nets at batch 1."""
-    nets = [make_evaluator(load_net(n.model), num_threads=1) for n in config.imitation_nets]
+    nets = [make_evaluator(load_net(n.model), **BASELINE_DEVICE) for n in config.imitation_nets]
     done, t0 = 0, time.perf_counter()
     for game in first_games(games_root, config, 4):
         moves = game["moves"]
@@ -75,7 +92,7 @@ def baseline_chess(games_root: Path, config, positions: int) -> float:
 
 def baseline_go(games_root: Path, config, positions: int) -> float:
     """Positions/s of one position per KataGo call, replaying the game for each position."""
-    net = make_evaluator(load_net(config.value.model), num_threads=1)
+    net = make_evaluator(load_net(config.value.model), **BASELINE_DEVICE)
     done, t0 = 0, time.perf_counter()
     for game in first_games(games_root, config, 2):
         moves = game["moves"]
@@ -121,10 +138,10 @@ def stockfish_scaling(games_root: Path, config, nodes: int, repeats: int = 3) ->
 
 
 def bench(game: str, args: argparse.Namespace, work: Path) -> dict:
-    config = preset(game)
+    config = load_config(args.config) if args.config else preset(game)
     if args.nodes:
         config.value.nodes = args.nodes
-    games_root = ingest(game, work / f"games-{game}")
+    games_root = args.games or ingest(game, work / f"games-{game}")
     summary = run_extract(
         config, games_root, work / f"features-{game}", max_games=args.max_games,
         num_cpus=args.num_cpus, show_progress=True,
@@ -147,7 +164,7 @@ def bench(game: str, args: argparse.Namespace, work: Path) -> dict:
         "net_stage_ratio_vs_baseline": round(nets_stage_rate / base, 1),
         "nets": [n.name for n in config.imitation_nets],
     }
-    if game == "chess":
+    if game == "chess" and config.value.evaluator == "stockfish":
         result["stockfish_nodes"] = config.value.nodes
         result["stockfish_searches"] = run["stockfish_searches"]
         result["stockfish_positions_per_s_by_engines"] = {
@@ -164,8 +181,16 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=None, help="Stockfish nodes (preset: 2000)")
     parser.add_argument("--num-cpus", type=int, default=None)
     parser.add_argument("--baseline-positions", type=int, default=60)
+    parser.add_argument(
+        "--config", type=Path, default=None, help="an extraction config (default: the preset)"
+    )
+    parser.add_argument(
+        "--games", type=Path, default=None, help="the split already ingested (kibitz ingest --out)"
+    )
     args = parser.parse_args()
     games = ["chess", "go"] if args.game == "both" else [args.game]
+    if (args.config or args.games) and len(games) > 1:
+        parser.error("--config / --games are one game's: pass --game chess or --game go")
     with tempfile.TemporaryDirectory() as tmp:
         for game in games:
             result = bench(game, args, Path(tmp))
