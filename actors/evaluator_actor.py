@@ -60,6 +60,6 @@ class EvaluatorActor:
 
 
 def start_evaluators(config: dict[str, Any], count: int, *, cpus: float, gpus: bool) -> list:
-    """``count`` evaluator actors: one GPU each when ``gpus``, else ``cpus`` CPUs each."""
-    options = {"num_gpus": 1, "num_cpus": 1} if gpus else {"num_cpus": cpus}
+    """``count`` evaluator actors, ``cpus`` CPUs each, and one GPU each when ``gpus``."""
+    options = {"num_gpus": 1, "num_cpus": cpus} if gpus else {"num_cpus": cpus}
     return [EvaluatorActor.options(**options).remote(config) for _ in range(count)]

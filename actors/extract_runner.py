@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import ray
@@ -38,6 +39,36 @@ log = logging.getLogger(__name__)
 RAY_ERRORS = (ray.exceptions.RayError,)
 # A task sent while its actor restarts fails with this, whatever its input: not the part's fault.
 ACTOR_RESTARTING = ray.exceptions.ActorUnavailableError
+
+
+@dataclass(frozen=True)
+class ActorPlan:
+    """How many net actors and Stockfish engines a cluster gets, and the CPUs each holds."""
+
+    evaluators: int
+    evaluator_cpus: float
+    engines: int  # 0: no Stockfish (Go, or a chess value net)
+    cpus_per_engine: float
+
+
+def plan_actors(config: ExtractConfig, *, cpus: int, gpus: int) -> ActorPlan:
+    """Size the net actors and the engine pool so that every one of them can be scheduled.
+
+    A net actor holds one CPU beside its GPU, or the config's ``evaluator_cpus`` without one.
+    The engines share the CPUs the net actors leave, a fraction each when fewer are left than
+    engines: an actor asking for more than the cluster has left waits forever, and the run with
+    it (the GPU net actor's CPU was once left out of the count, and a run on an H100 hung).
+    """
+    n_eval = config.num_evaluators or max(gpus, 1)
+    eval_cpus: float = 1.0 if gpus else config.evaluator_cpus
+    stockfish = config.game == "chess" and config.value.evaluator == "stockfish"
+    if not gpus and stockfish and cpus < n_eval * eval_cpus + 1:
+        eval_cpus = cpus / (n_eval + 1)  # a tiny cluster: leave room for an engine
+    if not stockfish:
+        return ActorPlan(n_eval, eval_cpus, 0, 0.0)
+    free = max(cpus - n_eval * eval_cpus, 0.0)
+    engines = config.value.engines or max(1, int(free))
+    return ActorPlan(n_eval, eval_cpus, engines, min(1.0, free / engines))
 
 
 class ExtractRunner:
@@ -62,27 +93,21 @@ class ExtractRunner:
         resources = ray.cluster_resources()
         self.cpus = int(resources.get("CPU", 1))
         gpus = int(resources.get("GPU", 0))
-        n_eval = config.num_evaluators or max(gpus, 1)
-        eval_cpus: float = config.evaluator_cpus
-        stockfish = config.game == "chess" and config.value.evaluator == "stockfish"
-        if not gpus and stockfish and self.cpus < n_eval * eval_cpus + 1:
-            eval_cpus = self.cpus / (n_eval + 1)  # a tiny cluster: leave room for an engine
-        self.evaluators = start_evaluators(self.config_dict, n_eval, cpus=eval_cpus, gpus=gpus > 0)
+        plan = plan_actors(config, cpus=self.cpus, gpus=gpus)
+        n_eval = plan.evaluators
+        self.evaluators = start_evaluators(
+            self.config_dict, n_eval, cpus=plan.evaluator_cpus, gpus=gpus > 0
+        )
         self._next_evaluator = itertools.cycle(range(n_eval))
         self.pool = None
-        if stockfish:  # a chess value net runs inside the net actor instead
+        if plan.engines:  # a chess value net runs inside the net actor instead
             from actors.stockfish_pool import StockfishPool
 
-            held = 0 if gpus else n_eval * eval_cpus
-            engines = config.value.engines or max(1, int(self.cpus - held))
-            # Engines share the CPUs the net actors leave (a fraction each on a tiny cluster:
-            # whole CPUs would leave an engine unschedulable, and the run waiting forever).
-            free = self.cpus - held
             v = config.value
             self.pool = StockfishPool(
                 StockfishSettings(v.nodes, v.hash_mb),
-                engines,
-                cpus_per_engine=min(1.0, free / engines),
+                plan.engines,
+                cpus_per_engine=plan.cpus_per_engine,
             )
         log.info(
             "ray: %d CPUs, %d GPUs; %d net actor(s), %d Stockfish engine(s)",

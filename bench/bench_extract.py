@@ -7,14 +7,15 @@
 Prints, per game kind: positions/s end to end, seconds per stage, the nets' share of the net
 stage's wall time, and the ratio of the net stage to a baseline measured in the same run on a
 subset the way existing research tooling works (one game at a time, python-chess / a replay per
-position, one position per net call). Chess also prints Stockfish throughput with 1 and 2
-engines (medians over repeats).
+position, one position per net call). Chess also prints Stockfish throughput with 1, 2, 4, …
+engines up to the machine's cores (medians over repeats).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import threading
@@ -107,16 +108,20 @@ def baseline_go(games_root: Path, config, positions: int) -> float:
 
 
 def stockfish_scaling(games_root: Path, config, nodes: int, repeats: int = 3) -> dict[int, float]:
-    """Searches/s with 1 and 2 engines on the same FENs (each engine its own process)."""
+    """Searches/s with 1, 2, 4, … engines up to the machine's cores, on the same FENs (40 per
+    engine at the largest count; each engine its own process)."""
+    counts = [1, 2]
+    while counts[-1] * 2 <= (os.cpu_count() or 2):
+        counts.append(counts[-1] * 2)
     fens = []
-    for game in first_games(games_root, config, 2):
+    for game in first_games(games_root, config, 8):
         board = chess.Board()
         for m in game["moves"]:
             fens.append(board.fen())
             board.push_uci(m)
-    fens = fens[:120]
+    fens = fens[: 40 * counts[-1]]
     out = {}
-    for engines in (1, 2):
+    for engines in counts:
         rates = []
         for _ in range(repeats):
             evals = [StockfishEvaluator(StockfishSettings(nodes=nodes)) for _ in range(engines)]

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 from scipy.stats import spearmanr
 
+from actors.extract_runner import ActorPlan, plan_actors
 from pipeline import settings
 from pipeline.chess_policy import policy_over_legal
 from pipeline.chess_spec import unpack_move
@@ -375,3 +376,24 @@ def test_net_evaluator_runs_on_ray_without_stockfish(games_root, net_extracted, 
     assert got["game_id"].tolist() == want["game_id"].to_pylist()
     for col in ("v_before", "v_after", "expected_loss"):
         np.testing.assert_allclose(got[col], want[col].to_numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("cpus", "gpus"), [(1, 0), (2, 0), (3, 0), (16, 0), (1, 1), (2, 1), (16, 1), (16, 8), (64, 8)]
+)
+def test_every_actor_of_the_plan_can_be_scheduled(cpus: int, gpus: int) -> None:
+    """Net actors and engines together never ask for more CPUs than the cluster has: an actor
+    that cannot be scheduled waits forever, and the run with it."""
+    plan = plan_actors(small_config(), cpus=cpus, gpus=gpus)
+    assert plan.evaluators == max(gpus, 1) and plan.engines >= 1
+    assert plan.evaluators * plan.evaluator_cpus + plan.engines * plan.cpus_per_engine <= cpus
+
+
+def test_a_gpu_node_keeps_a_cpu_for_its_net_actor() -> None:
+    """The lent H100 node (16 CPUs, 1 GPU): one CPU beside the GPU, 15 whole-CPU engines. Before,
+    the net actor's CPU counted as free, 16 engines were asked for, and the run hung."""
+    assert plan_actors(small_config(), cpus=16, gpus=1) == ActorPlan(1, 1.0, 15, 1.0)
+    assert plan_actors(small_config(), cpus=2, gpus=0) == ActorPlan(1, 1.0, 1, 1.0)
+    assert plan_actors(small_config(), cpus=1, gpus=0) == ActorPlan(1, 0.5, 1, 0.5)
+    value_net = small_config(value={"evaluator": "net", "model": "maia-1500"})
+    assert plan_actors(value_net, cpus=16, gpus=1) == ActorPlan(1, 1.0, 0, 0.0)
