@@ -28,19 +28,24 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
-from bench_chess_nets import GAMES_FILE, MAIA_NETS, naive_played_probs
+from bench_chess_nets import GAMES_FILE, MAIA_NETS, median_seconds, naive_played_probs
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from lc0_reference import lc0_reference
+
 from pipeline import settings
 from pipeline.check_chess import read_games
-from pipeline.chess_policy import policy_over_legal, softmax_over_legal
+from pipeline.chess_policy import legal_move_entries, policy_over_legal, softmax_over_legal
 from pipeline.encode_chess import encode_games
 from pipeline.katago_net import load_katago_net
 from pipeline.model_registry import load_net
@@ -74,16 +79,9 @@ def sync() -> None:
 
 
 def median_rate(run: Callable[[], object], positions: int, repeats: int) -> float:
-    """Positions/s of ``run`` (which handles ``positions``), median of ``repeats`` after warm-up."""
-    run()
-    sync()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        sync()
-        times.append(time.perf_counter() - started)
-    return positions / statistics.median(times)
+    """Positions/s of ``run`` (which handles ``positions``), median of ``repeats`` after warm-up,
+    each timed until the GPU has finished."""
+    return positions / median_seconds(lambda: (run(), sync()), repeats)
 
 
 def flops_per_position(net: nn.Module, inputs: Sequence[torch.Tensor]) -> float:
@@ -204,26 +202,6 @@ def sweep(
 # --------------------------------------------------------------------------- correctness
 
 
-def decode_lc0_planes(planes: list) -> np.ndarray:
-    """lc0's [mask (decimal string), value] per plane → (112, 8, 8), bit = rank * 8 + file."""
-    masks = np.array([int(mask) for mask, _ in planes], dtype=np.uint64)
-    values = np.array([value for _, value in planes], dtype=np.float32)
-    bits = (masks[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
-    return (bits.astype(np.float32) * values[:, None]).reshape(112, 8, 8)
-
-
-def maia_reference() -> tuple[np.ndarray, list[str], np.ndarray]:
-    """lc0's own input planes (40, 112, 8, 8), the net names and lc0's logits (9, 40, 1858)."""
-    import json
-
-    ref = settings.reference_dir()
-    planes_json = json.loads((ref / "maia-lc0-input-planes.json").read_text())
-    logits = np.load(ref / "maia-lc0-logits1858.npz")
-    keys = [f"{s}#{p}" for s, p in zip(logits["game_site"], logits["ply"], strict=True)]
-    planes = np.stack([decode_lc0_planes(planes_json[k]) for k in keys])
-    return planes, [str(n) for n in logits["nets"]], logits["logits"]
-
-
 def check_maia(planes: np.ndarray, names: list[str], logits: np.ndarray) -> None:
     print("Maia nets on the device against lc0's logits (40 reference positions each), max|d|:")
     print(f"{'net':>10} " + " ".join(f"{label:>9}" for label, _, _ in PRECISIONS) + "  fp16 top-1")
@@ -283,13 +261,10 @@ def kibitz_chess_path(games: int, batch: int, repeats: int) -> float:
     )
     jobs = [NetJob(key=name, model=name, outputs=("policy",)) for name in MAIA_NETS]
     gathered = [NetJob(name, name, ("policy",), gather={"policy": "legal"}) for name in MAIA_NETS]
-    offsets = positions.legal_offsets
 
     def legal(a: int, b: int) -> Gather:
         """Each position's legal-move logits, as extraction asks the bank for them."""
-        b = min(b, n)
-        rows = np.repeat(np.arange(b - a), np.diff(offsets[a : b + 1]))
-        return Gather(rows, positions.legal_policy_index[offsets[a] : offsets[b]].astype(np.int64))
+        return Gather(*legal_move_entries(positions, a, min(b, n)))
 
     def per_net_copies() -> None:
         """How the bank ran before: float planes unpacked on the CPU, copied once per net."""
@@ -409,8 +384,9 @@ def main() -> int:
     if importlib.util.find_spec("tensorrt") is None:
         print("tensorrt not installed: no TensorRT rows (its builder is on NVIDIA's index only)")
 
-    planes, names, logits = maia_reference()
-    check_maia(planes, names, logits)
+    lc0 = lc0_reference()
+    planes = lc0.planes
+    check_maia(planes, lc0.nets, lc0.logits)
     go_rows = katago_inputs()
     check_katago(go_rows)
 

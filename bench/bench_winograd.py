@@ -14,11 +14,10 @@ Run: ``python bench/bench_winograd.py [--threads 1] [--batch 256] [--repeats 10]
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 
 import torch
+from bench_chess_nets import median_seconds
 
 # Lavin & Gray's F(4x4, 3x3) matrices: Y = A^T [(G g G^T) ⊙ (B^T d B)] A.
 B_T = torch.tensor(
@@ -56,16 +55,6 @@ def winograd_conv(weight: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor
     return conv
 
 
-def median_ms(run: Callable[[], object], repeats: int) -> float:
-    run()
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - started)
-    return 1e3 * statistics.median(times)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
@@ -84,10 +73,10 @@ def main() -> None:
         direct = torch.nn.functional.conv2d(x, weight, padding=1)
         wino = conv(x_nhwc).permute(0, 3, 1, 2)
         error = float((wino - direct).abs().max())
-        direct_ms = median_ms(
+        direct_ms = 1e3 * median_seconds(
             lambda: torch.nn.functional.conv2d(x, weight, padding=1), args.repeats
         )
-        wino_ms = median_ms(lambda: conv(x_nhwc), args.repeats)
+        wino_ms = 1e3 * median_seconds(lambda: conv(x_nhwc), args.repeats)
     print(f"{c}->{c} 3x3 conv, 8x8 board, batch {args.batch}, {args.threads} thread(s)")
     print(f"max |winograd - direct| = {error:.1e} (outputs up to {float(direct.abs().max()):.1f})")
     print(f"direct (channels-last)   {direct_ms:7.2f} ms")

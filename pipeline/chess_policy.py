@@ -63,8 +63,19 @@ def policy_over_legal(logits: np.ndarray, pos: ChessPositions) -> LegalPolicy:
         raise PolicyShapeError(
             f"policy logits of shape {logits.shape!r} for {n} positions; expected ({n}, 1858)"
         )
-    rows = np.repeat(np.arange(n), pos.legal_counts)  # (L,)
-    return softmax_over_legal(logits[rows, pos.legal_policy_index], pos)
+    rows, cols = legal_move_entries(pos)
+    return softmax_over_legal(logits[rows, cols], pos)
+
+
+def legal_move_entries(
+    pos: ChessPositions, start: int = 0, stop: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where the legal moves of positions ``start:stop`` sit in their (stop − start, 1858)
+    policy: (L,) int64 row within the slice and (L,) int64 lc0 policy index, in CSR order."""
+    stop = len(pos) if stop is None else stop
+    offsets = pos.legal_offsets
+    rows = np.repeat(np.arange(stop - start), np.diff(offsets[start : stop + 1]))  # (L,)
+    return rows, pos.legal_policy_index[offsets[start] : offsets[stop]].astype(np.int64)
 
 
 def softmax_over_legal(legal_logits: np.ndarray, pos: ChessPositions) -> LegalPolicy:

@@ -116,7 +116,7 @@ class TorchEvaluator:
     batch split: the same input rows give the same outputs run after run.
 
     On a GPU, ``fp32`` means FP32: PyTorch lets cuDNN and cuBLAS round FP32 to TF32 by default,
-    which moved Maia logits by up to 3e-2 from lc0's on an H100 (bench/bench_gpu_nets.py),
+    which moved Maia logits by up to 2.6e-2 from lc0's on an H100 (bench/bench_gpu_nets.py),
     so this evaluator switches TF32 off for the process. ``fp16`` runs weights and activations
     in FP16. Inputs may be numpy arrays or tensors already on the device.
     """

@@ -44,7 +44,7 @@ import chess
 import numpy as np
 import pyarrow as pa
 
-from pipeline.chess_policy import softmax_over_legal
+from pipeline.chess_policy import legal_move_entries, softmax_over_legal
 from pipeline.chess_spec import POLICY_SIZE, unpack_move
 from pipeline.encode_chess import (
     OUTCOME_CHECKMATE,
@@ -196,15 +196,10 @@ class ChessNetStep:
         strength = bool(self.config.strength_nets)
 
         def source(start: int, stop: int) -> dict[str, np.ndarray | PackedPlanes | Gather]:
-            first, last = pos.legal_offsets[start], pos.legal_offsets[stop]
             inputs: dict = {
                 "planes": work.planes.rows(start, stop),  # (B, 112, 8, 8) packed
-                "legal": Gather(  # each position's legal-move logits, (L_B,)
-                    np.repeat(
-                        np.arange(stop - start), np.diff(pos.legal_offsets[start : stop + 1])
-                    ),
-                    pos.legal_policy_index[first:last].astype(np.int64),
-                ),
+                # each position's legal-move logits, (L_B,)
+                "legal": Gather(*legal_move_entries(pos, start, stop)),
             }
             if strength:  # strength nets also see the played move, one-hot over the policy
                 one_hot = np.zeros((stop - start, POLICY_SIZE), np.float32)  # (B, 1858)

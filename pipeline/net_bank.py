@@ -7,9 +7,9 @@ and run once. Inputs arrive bit-packed (:mod:`pipeline.packed_planes`) and are u
 batch at a time, so the float planes of a whole chunk never exist at once.
 
 On a GPU each batch crosses PCIe once, as bits, and is unpacked there, whatever the number of
-nets: on an H100 the nine Maia nets run 159,000 positions/s, while copying float planes
-(pageable) moves 272,000 positions/s per copy, so one float copy per net would have capped the
-bank at 30,000 positions/s (``bench/bench_gpu_nets.py``).
+nets: on an H100 the nine Maia nets run 159,562 positions/s, while one pageable copy of float
+planes moves 259,017 positions/s, so a float copy per net capped the bank below 29,000
+positions/s (12,114 measured; ``bench/bench_gpu_nets.py``).
 """
 
 from __future__ import annotations

@@ -7,13 +7,13 @@ Real positions are lc0's own input planes for the 40 reference positions
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 import torch
+from lc0_reference import lc0_reference
 
 from pipeline import settings
 from pipeline.evaluator import (
@@ -34,14 +34,7 @@ def maia(level: int):
 @pytest.fixture(scope="module")
 def real_planes() -> np.ndarray:
     """(40, 112, 8, 8) lc0's own planes for real positions (both colours, promotions, ...)."""
-    planes = json.loads((settings.reference_dir() / "maia-lc0-input-planes.json").read_text())
-    rows = []
-    for key in sorted(planes):
-        masks = np.array([int(mask) for mask, _ in planes[key]], dtype=np.uint64)
-        values = np.array([value for _, value in planes[key]], dtype=np.float32)
-        bits = (masks[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
-        rows.append((bits.astype(np.float32) * values[:, None]).reshape(112, 8, 8))
-    return np.stack(rows)
+    return lc0_reference().planes
 
 
 @pytest.fixture(scope="module")

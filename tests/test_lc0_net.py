@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from lc0_reference import lc0_reference
 
 from pipeline import settings
 from pipeline.chess_spec import POLICY_INDEX_OF, POLICY_MOVES
@@ -31,24 +32,14 @@ MAIA_NETS = [f"maia-{level}" for level in range(1100, 2000, 100)]
 def reference() -> dict:
     ref = settings.reference_dir()
     records = [json.loads(line) for line in (ref / "maia-lc0.jsonl").read_text().splitlines()]
-    planes_json = json.loads((ref / "maia-lc0-input-planes.json").read_text())
-    logits = np.load(ref / "maia-lc0-logits1858.npz")
-    keys = [f"{site}#{ply}" for site, ply in zip(logits["game_site"], logits["ply"], strict=True)]
+    lc0 = lc0_reference()
     return {
         "records": records,
-        "planes": np.stack([decode_planes(planes_json[k]) for k in keys]),
-        "keys": keys,
-        "nets": list(logits["nets"]),
-        "logits": logits["logits"],
+        "planes": lc0.planes,
+        "keys": lc0.keys,
+        "nets": lc0.nets,
+        "logits": lc0.logits,
     }
-
-
-def decode_planes(planes: list) -> np.ndarray:
-    """lc0's [mask (decimal string), value] per plane → (112, 8, 8), bit = rank * 8 + file."""
-    masks = np.array([int(mask) for mask, _ in planes], dtype=np.uint64)
-    values = np.array([value for _, value in planes], dtype=np.float32)
-    bits = (masks[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
-    return (bits.astype(np.float32) * values[:, None]).reshape(112, 8, 8)
 
 
 @pytest.mark.parametrize("net_name", MAIA_NETS)

@@ -7,11 +7,10 @@ The GPU tests run where CUDA exists and skip elsewhere.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 import torch
+from lc0_reference import lc0_reference
 
 from pipeline import settings
 from pipeline.check_chess import read_games
@@ -102,21 +101,14 @@ def test_gathered_output_is_the_full_output_at_the_picked_entries(
 @needs_cuda
 def test_cuda_fp32_is_fp32_against_lc0() -> None:
     """TF32 is off: the GPU's FP32 logits match lc0's as closely as the CPU's do (1e-3)."""
-    ref = settings.reference_dir()
-    planes_json = json.loads((ref / "maia-lc0-input-planes.json").read_text())
-    logits = np.load(ref / "maia-lc0-logits1858.npz")
-    keys = [f"{s}#{p}" for s, p in zip(logits["game_site"], logits["ply"], strict=True)]
-    rows = []
-    for key in keys:
-        masks = np.array([int(mask) for mask, _ in planes_json[key]], dtype=np.uint64)
-        values = np.array([value for _, value in planes_json[key]], dtype=np.float32)
-        bits = (masks[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
-        rows.append((bits.astype(np.float32) * values[:, None]).reshape(112, 8, 8))
-    packed = pack_planes(np.stack(rows))
+    lc0 = lc0_reference()
+    packed = pack_planes(lc0.planes)
     bank = NetBank(["maia-1500"], backend="torch", precision="fp32", batch_size=16, device="cuda")
     jobs = [NetJob(key="m", model="maia-1500", outputs=("policy",))]
-    policy = bank.run(jobs, lambda a, b: {"planes": packed.rows(a, b)}, len(keys))["m"]["policy"]
-    expected = logits["logits"][list(logits["nets"]).index("maia-1500")]
+    policy = bank.run(jobs, lambda a, b: {"planes": packed.rows(a, b)}, len(lc0.keys))["m"][
+        "policy"
+    ]
+    expected = lc0.logits[lc0.nets.index("maia-1500")]
     assert np.abs(policy - expected).max() < 1e-3
 
 
