@@ -37,10 +37,15 @@ import pyarrow.parquet as pq
 from pipeline.data_split import EVALUATION, TRAIN, VALIDATION, SplitConfig, assign_splits
 
 
-def balanced_subset(games: Path, game: str, quotas: dict[int, int], out: Path) -> pa.Table:
-    """The first ``quotas[split]`` games (by game id) of every rank group and split, written as a
-    games table under ``out`` (one file, the layout ``kibitz ingest`` writes)."""
-    table = ds.dataset(games / f"game={game}", format="parquet", partitioning="hive").to_table()
+def read_games(games: Path, game: str) -> pa.Table:
+    """One game kind's rows of a games table (``kibitz ingest``'s layout)."""
+    return ds.dataset(games / f"game={game}", format="parquet", partitioning="hive").to_table()
+
+
+def balanced_subset(games: Path, game: str, quotas: dict[int, int]) -> pa.Table:
+    """The first ``quotas[split]`` games (by game id) of every rank group and split: larger
+    quotas give a superset, so a run can grow."""
+    table = read_games(games, game)
     table = table.filter(pc.is_valid(table["rank_group"])).sort_by("game_id")
     splits = assign_splits(table["game_id"].to_pylist(), SplitConfig())
     groups = pc.dictionary_encode(table["rank_group"]).combine_chunks().indices.to_numpy()
@@ -51,16 +56,96 @@ def balanced_subset(games: Path, game: str, quotas: dict[int, int], out: Path) -
     rank[order] = np.arange(len(key)) - first  # 0-based rank of the game in its key
     limit = np.array([quotas[TRAIN], quotas[VALIDATION], quotas[EVALUATION]])[splits]
     keep = np.flatnonzero(rank < limit)
-    subset = table.take(pa.array(keep)).sort_by(
-        [("rank_group", "ascending"), ("game_id", "ascending")]
-    )
-    source = subset["source"][0].as_py()
-    month = subset["month"][0].as_py()
+    return table.take(pa.array(keep))
+
+
+def player_subset(
+    games: Path, game: str, exclude: pa.Table, players: int, per_player: int
+) -> pa.Table:
+    """``per_player`` games of each of ``players`` players per rank group, for the paper's
+    player-specific protocol.
+
+    Only players with at least ``per_player`` games outside ``exclude`` (the balanced subset,
+    whose games the meta-model trains on) qualify; they are taken in md5 order of their name,
+    so the choice is deterministic and not biased to the most active players. On the Fox
+    selection these are the ``by-player`` players (the testing split has none with 15 games).
+    """
+    import duckdb  # a dependency of Kibitz; only this protocol needs SQL here
+
+    table = read_games(games, game)
+    con = duckdb.connect()
+    con.register("games", table)
+    con.register("excluded", exclude.select(["game_id"]))
+    picked = con.sql(
+        """
+        with free_games as (
+            select * from games
+            where rank_group is not null and game_id not in (select game_id from excluded)
+        ),
+        instances as (
+            select game_id, white as player, white_rank_group as rank_group from free_games
+            union all
+            select game_id, black as player, black_rank_group as rank_group from free_games
+        ),
+        numbered as (
+            select
+                *,
+                row_number() over (partition by player, rank_group order by game_id) as nth,
+                count(*) over (partition by player, rank_group) as available
+            from instances
+            where rank_group is not null
+        ),
+        eligible as (
+            select distinct player, rank_group from numbered where available >= $per_player
+        ),
+        chosen as (
+            select player, rank_group from eligible
+            qualify row_number() over (partition by rank_group order by md5(player)) <= $players
+        ),
+        final as (
+            select distinct numbered.game_id
+            from numbered
+            inner join chosen using (player, rank_group)
+            where numbered.nth <= $per_player
+        )
+        select game_id from final
+        """,
+        params={"players": players, "per_player": per_player},
+    ).to_arrow_table()
+    return table.filter(pc.is_in(table["game_id"], picked["game_id"]))
+
+
+def grow_games(wanted: pa.Table, game: str, out: Path) -> pa.Table:
+    """Add the games of ``wanted`` that ``out`` lacks as its next file; return the new games.
+
+    Extraction chunks are row ranges of each games file, so files already extracted are never
+    rewritten: a run with larger quotas extracts only the added games and resumes the rest.
+    """
+    have = pa.array([], pa.string())
+    if out.exists():
+        have = ds.dataset(out, format="parquet", partitioning="hive").to_table(["game_id"])
+        have = have["game_id"].combine_chunks()
+        extra = pc.invert(pc.is_in(have, wanted["game_id"]))
+        if pc.any(extra).as_py():
+            raise SystemExit(f"{out} holds games outside the quotas: use another --work")
+    added = wanted.filter(pc.invert(pc.is_in(wanted["game_id"], have)))
+    if added.num_rows == 0:
+        return added
+    added = added.sort_by([("rank_group", "ascending"), ("game_id", "ascending")])
+    source = added["source"][0].as_py()
+    month = added["month"][0].as_py()
     folder = out / f"game={game}" / f"source={source}" / f"month={month}"
     folder.mkdir(parents=True, exist_ok=True)
-    columns = [c for c in subset.column_names if c not in ("source", "month")]
-    pq.write_table(subset.select(columns), folder / "part-0.parquet")
-    return subset
+    columns = [c for c in added.column_names if c not in ("source", "month")]
+    pq.write_table(
+        added.select(columns), folder / f"part-{len(list(folder.glob('*.parquet')))}.parquet"
+    )
+    return added
+
+
+def count_per_group(table: pa.Table) -> str:
+    counts = table.group_by("rank_group").aggregate([("game_id", "count")]).sort_by("rank_group")
+    return ", ".join(f"{g} {c}" for g, c in zip(*counts.to_pydict().values(), strict=True))
 
 
 def run(command: list[str]) -> None:
@@ -69,6 +154,17 @@ def run(command: list[str]) -> None:
     started = time.perf_counter()
     subprocess.run(command, check=True)
     print(f"  ({time.perf_counter() - started:.0f} s)", flush=True)
+
+
+def extract_and_aggregate(
+    game: str, games: Path, work: Path, prefix: str, extract_options: list[str]
+) -> Path:
+    """``kibitz extract`` then ``kibitz aggregate`` of one games table; the aggregates folder."""
+    features, aggregates = work / f"{prefix}features", work / f"{prefix}aggregates"
+    run(["kibitz", "extract", game, "--games", str(games), "--out", str(features),
+         *extract_options, "--no-progress"])  # fmt: skip
+    run(["kibitz", "aggregate", "--features", str(features), "--out", str(aggregates)])
+    return aggregates
 
 
 def main() -> int:
@@ -83,25 +179,40 @@ def main() -> int:
     parser.add_argument("--validation", type=int, default=20, help="validation games per group")
     parser.add_argument("--evaluation", type=int, default=60, help="evaluation games per group")
     parser.add_argument("--num-cpus", type=int, help="CPUs of the embedded Ray")
+    parser.add_argument(
+        "--players", type=int, default=0,
+        help="player-specific protocol: players per rank group taken outside the subset (0: off)",
+    )  # fmt: skip
+    parser.add_argument("--player-games", type=int, default=15, help="games per chosen player")
     args = parser.parse_args()
 
     subset_dir = args.work / "games"
-    if not subset_dir.exists():
-        quotas = {TRAIN: args.train, VALIDATION: args.validation, EVALUATION: args.evaluation}
-        subset = balanced_subset(args.games, args.game, quotas, subset_dir)
-        counts = subset.group_by("rank_group").aggregate([("game_id", "count")]).to_pylist()
-        print(f"subset: {subset.num_rows} games, per group {counts}")
-    features, aggregates, meta = (args.work / d for d in ("features", "aggregates", "meta"))
-    extract = ["kibitz", "extract", args.game, "--games", str(subset_dir), "--out", str(features)]
-    if args.config:
-        extract += ["--config", args.config]
+    quotas = {TRAIN: args.train, VALIDATION: args.validation, EVALUATION: args.evaluation}
+    subset = balanced_subset(args.games, args.game, quotas)
+    added = grow_games(subset, args.game, subset_dir)
+    print(
+        f"subset: {subset.num_rows} games ({added.num_rows} new), per group: {count_per_group(subset)}"
+    )
+    extract_options = ["--config", args.config] if args.config else []
     if args.num_cpus:
-        extract += ["--num-cpus", str(args.num_cpus)]
-    run([*extract, "--no-progress"])
-    run(["kibitz", "aggregate", "--features", str(features), "--out", str(aggregates)])
-    run(["kibitz", "train", "meta", args.game, "--aggregates", str(aggregates), "--out", str(meta)])
+        extract_options += ["--num-cpus", str(args.num_cpus)]
+    aggregates = extract_and_aggregate(args.game, subset_dir, args.work, "", extract_options)
+    train = ["kibitz", "train", "meta", args.game, "--aggregates", str(aggregates)]
+    if args.players:
+        player_dir = args.work / "player-games"
+        if not player_dir.exists():  # chosen once: a grown subset must not change the players
+            players = player_subset(args.games, args.game, subset, args.players, args.player_games)
+            grow_games(players, args.game, player_dir)
+            print(
+                f"player-specific set: {players.num_rows} games, per group: {count_per_group(players)}"
+            )
+        player_aggregates = extract_and_aggregate(
+            args.game, player_dir, args.work, "player-", extract_options
+        )
+        train += ["--player-aggregates", str(player_aggregates)]
+    run([*train, "--out", str(args.work / "meta")])
     for name in ("table2_rank_group.md", "table67_player.md"):
-        print(f"\n{name}\n{(meta / 'tables' / name).read_text()}")
+        print(f"\n{name}\n{(args.work / 'meta' / 'tables' / name).read_text()}")
     return 0
 
 

@@ -101,7 +101,9 @@ class ExtractConfig:
     games_per_chunk: int = 100  # one commit (and one Parquet file per partition) per chunk
     # --- scheduling only (not in the hash) ---
     num_evaluators: int = 0  # net actors; 0 = one per GPU, or 1 on a CPU-only cluster
-    evaluator_cpus: int = 1  # CPU threads of a CPU net actor (torch intra-op threads)
+    # CPUs (and torch intra-op threads) of a CPU net actor; 0 = auto: the CPUs of a node when
+    # the nets are the only work (Go, a chess value net), one CPU beside a Stockfish pool
+    evaluator_cpus: int = 0
     max_in_flight: int = 4  # chunks submitted but not yet committed (bounds memory)
 
     SCHEDULING_ONLY = ("num_evaluators", "evaluator_cpus", "max_in_flight")
