@@ -13,11 +13,20 @@ user would type::
     kibitz train meta GAME --aggregates AGGREGATES --out META
 
 and prints Table 2 (rank-group) and Tables 6/7 (player-specific). Re-running resumes the
-extraction. Run::
+extraction, and re-running with larger quotas extracts only the added games.
+
+The paper's player-specific protocol needs players with many games of their own: with
+``--players P`` the script also takes ``--player-games`` games of each of P players per rank
+group from outside the subset (on the Fox selection, the ``by-player`` players), extracts and
+aggregates them apart, and passes them to ``kibitz train meta --player-aggregates``. Run::
 
     kibitz ingest chess ../shared/data/chess/lichess-2024-02-blitz/testing --out kibitz-out/games-chess
     python bench/eval_meta.py chess --games kibitz-out/games-chess --work kibitz-out/eval-meta-chess \\
-        --train 60 --validation 15 --evaluation 40 --config bench/eval-meta-chess.yaml
+        --train 120 --validation 15 --evaluation 40 --config bench/eval-meta-chess.yaml
+    kibitz ingest go ../shared/data/go/fox-selected/testing ../shared/data/go/fox-selected/by-player \\
+        --out kibitz-out/games-go
+    python bench/eval_meta.py go --games kibitz-out/games-go --work kibitz-out/eval-meta-go \\
+        --train 60 --validation 5 --evaluation 25 --players 3 --player-games 15
 """
 
 from __future__ import annotations
@@ -42,11 +51,16 @@ def read_games(games: Path, game: str) -> pa.Table:
     return ds.dataset(games / f"game={game}", format="parquet", partitioning="hive").to_table()
 
 
-def balanced_subset(games: Path, game: str, quotas: dict[int, int]) -> pa.Table:
-    """The first ``quotas[split]`` games (by game id) of every rank group and split: larger
-    quotas give a superset, so a run can grow."""
+def balanced_subset(
+    games: Path, game: str, quotas: dict[int, int], exclude: pa.Array | None = None
+) -> pa.Table:
+    """The first ``quotas[split]`` games (by game id) of every rank group and split, skipping
+    the game ids in ``exclude``: larger quotas give a superset, so a run can grow."""
     table = read_games(games, game)
-    table = table.filter(pc.is_valid(table["rank_group"])).sort_by("game_id")
+    keep = pc.is_valid(table["rank_group"])
+    if exclude is not None:
+        keep = pc.and_(keep, pc.invert(pc.is_in(table["game_id"], exclude)))
+    table = table.filter(keep).sort_by("game_id")
     splits = assign_splits(table["game_id"].to_pylist(), SplitConfig())
     groups = pc.dictionary_encode(table["rank_group"]).combine_chunks().indices.to_numpy()
     key = groups.astype(np.int64) * 3 + splits  # (N,) one key per (group, split)
@@ -186,9 +200,17 @@ def main() -> int:
     parser.add_argument("--player-games", type=int, default=15, help="games per chosen player")
     args = parser.parse_args()
 
-    subset_dir = args.work / "games"
+    subset_dir, player_dir = args.work / "games", args.work / "player-games"
     quotas = {TRAIN: args.train, VALIDATION: args.validation, EVALUATION: args.evaluation}
-    subset = balanced_subset(args.games, args.game, quotas)
+    # The player set is chosen once, outside the subset of that run; a grown subset skips its
+    # games, so no player loses instances to training. (The player set's games all rank after
+    # the subset's within their group and split, so skipping them keeps the subset a superset.)
+    chosen = None
+    if args.players and player_dir.exists():
+        chosen = ds.dataset(player_dir, format="parquet", partitioning="hive").to_table(["game_id"])
+    subset = balanced_subset(
+        args.games, args.game, quotas, None if chosen is None else chosen["game_id"]
+    )
     added = grow_games(subset, args.game, subset_dir)
     print(
         f"subset: {subset.num_rows} games ({added.num_rows} new), per group: {count_per_group(subset)}"
@@ -199,8 +221,7 @@ def main() -> int:
     aggregates = extract_and_aggregate(args.game, subset_dir, args.work, "", extract_options)
     train = ["kibitz", "train", "meta", args.game, "--aggregates", str(aggregates)]
     if args.players:
-        player_dir = args.work / "player-games"
-        if not player_dir.exists():  # chosen once: a grown subset must not change the players
+        if chosen is None:
             players = player_subset(args.games, args.game, subset, args.players, args.player_games)
             grow_games(players, args.game, player_dir)
             print(

@@ -8,7 +8,8 @@ Run::
 Read top to bottom, a run:
 
 1. resolves the config (preset or ``--config``), refuses an output folder written with another
-   config (its ``_config.yaml`` hash differs) unless ``--force``, and saves ``_config.yaml``;
+   config or other net weights (its ``_config.yaml`` hash or a net's sha256 differs) unless
+   ``--force``, and saves ``_config.yaml``;
 2. plans chunks: every games file under ``GAMES/game=<kind>/`` cut into row ranges of
    ``games_per_chunk``; a chunk id is blake2b(config hash, games file, row range), so a changed
    config or games table never reuses old output;
@@ -133,8 +134,28 @@ def plan_chunks(
     return chunks
 
 
-def check_output_config(out_root: Path, config: ExtractConfig) -> None:
-    """Refuse to add to an output folder that was written with another config."""
+def net_hashes(config: ExtractConfig) -> dict[str, str]:
+    """sha256 of the weights of every net the config names, by model (registry name or path).
+
+    The config names nets, not weights: a retrained ``kibitz-sscore-chess`` keeps its name, so
+    without these a resumed run once mixed s-scores of two different nets in one features table.
+    """
+    from pipeline.model_registry import model_sha256  # imports torch: only when extracting
+
+    models = [n.model for n in (*config.imitation_nets, *config.strength_nets)]
+    if config.value.evaluator == "net" and config.value.model:
+        models.append(config.value.model)
+    return {model: model_sha256(model) for model in dict.fromkeys(models)}
+
+
+def check_output_config(
+    out_root: Path, config: ExtractConfig, nets: dict[str, str] | None = None
+) -> None:
+    """Refuse to add to an output folder that was written with another config or other weights.
+
+    ``nets`` (default: :func:`net_hashes`) is compared with the folder's record; a folder
+    written before Kibitz recorded the weights cannot be checked and is only warned about.
+    """
     path = out_root / CONFIG_FILE
     if not path.is_file():
         return
@@ -144,11 +165,26 @@ def check_output_config(out_root: Path, config: ExtractConfig) -> None:
             f"{str(out_root)!r} holds features of config {old.get('config_hash')!r}, this run's"
             f" config is {config.config_hash()!r}; use --force to replace them or another --out"
         )
+    if "nets" not in old:
+        log.warning("%s records no net sha256 (written by an older Kibitz): weights unchecked",
+                    path)  # fmt: skip
+        return
+    nets = net_hashes(config) if nets is None else nets
+    changed = {m: (old["nets"].get(m), h) for m, h in nets.items() if old["nets"].get(m) != h}
+    if changed:
+        detail = "; ".join(f"{m}: {a} then, {b} now" for m, (a, b) in changed.items())
+        raise ConfigMismatchError(
+            f"{str(out_root)!r} holds features of other net weights ({detail}); use --force to"
+            " replace them or another --out"
+        )
 
 
-def save_config(out_root: Path, config: ExtractConfig, games_root: Path) -> None:
+def save_config(
+    out_root: Path, config: ExtractConfig, games_root: Path, nets: dict[str, str]
+) -> None:
     record = {
         "config_hash": config.config_hash(),
+        "nets": nets,
         "games": str(games_root),
         "config": config.to_dict(),
     }
@@ -224,9 +260,10 @@ def run_extract(
     if force:
         store.reset()
         (out_root / CONFIG_FILE).unlink(missing_ok=True)
-    check_output_config(out_root, config)
+    nets = net_hashes(config)
+    check_output_config(out_root, config, nets)
     chunks = plan_chunks(games_root, config, max_games=max_games)
-    save_config(out_root, config, games_root)
+    save_config(out_root, config, games_root, nets)
     removed = store.clean_partial()
     if removed:
         log.info("removed %d files of chunks a killed run left unfinished", removed)

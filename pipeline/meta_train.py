@@ -77,20 +77,22 @@ class MetaModelsNotFoundError(FileNotFoundError):
 
 
 def net_hashes(features_dir: Path | None) -> dict[str, str]:
-    """sha256 of each net of the features run (``_config.yaml``), by column name part.
+    """sha256 of each net of the features run, by column name part.
 
-    Nets given as paths, or missing from the registry, are recorded as ``"unregistered"``:
-    the parameter still shows which net it was.
+    The sha256 ``kibitz extract`` recorded in ``_config.yaml`` (the weights the features came
+    from); for features written before it recorded them, the registry's current entry, and
+    ``"unregistered"`` for nets given as paths or missing from the registry.
     """
     if features_dir is None:
         return {}
     from pipeline.model_registry import ModelNotFoundError, find_entry
 
-    config = features_run_config(features_dir).get("config", {})
+    run_config = features_run_config(features_dir)
+    config, recorded = run_config.get("config", {}), run_config.get("nets") or {}
     hashes = {}
     for net in config.get("imitation_nets", []) + config.get("strength_nets", []):
         try:
-            hashes[net["name"]] = find_entry(net["model"]).sha256
+            hashes[net["name"]] = recorded.get(net["model"]) or find_entry(net["model"]).sha256
         except (ModelNotFoundError, KeyError, ValueError):
             hashes[net["name"]] = "unregistered"
     value = config.get("value", {})

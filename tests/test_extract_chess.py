@@ -405,8 +405,9 @@ def test_a_gpu_node_keeps_a_cpu_for_its_net_actor() -> None:
 
 def test_a_cpu_net_actor_without_stockfish_takes_a_node() -> None:
     """When the nets are the only work (a value net, or Go), the CPU net actor holds a node's
-    CPUs and runs that many torch threads: on this 2-core machine 2 threads ran the Go nets
-    1.6x faster than the 1 thread it held before. A fixed evaluator_cpus still wins."""
+    CPUs and runs that many torch threads: on this 2-core machine the Go preset ran 75.6
+    positions/s with 2 threads against 44.9 with the 1 it held before. A fixed evaluator_cpus
+    still wins."""
     value_net = small_config(value={"evaluator": "net", "model": "maia-1500"})
     assert plan_actors(value_net, cpus=2, gpus=0) == ActorPlan(1, 2.0, 0, 0.0)
     assert plan_actors(value_net, cpus=2, gpus=0).evaluator_threads == 2

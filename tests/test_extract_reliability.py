@@ -20,11 +20,21 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pytest
 import ray
+import yaml
 
 from actors.evaluator_actor import KILL_ONCE_ENV
 from pipeline import settings
 from pipeline.chunk_store import ChunkStore
-from pipeline.extract import CRASH_AFTER_ENV, plan_chunks, run_extract
+from pipeline.extract import (
+    CONFIG_FILE,
+    CRASH_AFTER_ENV,
+    ConfigMismatchError,
+    check_output_config,
+    net_hashes,
+    plan_chunks,
+    run_extract,
+    save_config,
+)
 from pipeline.extract_chess import encode_chess
 from pipeline.extract_config import config_from_dict
 from pipeline.extract_steps import read_games_rows
@@ -210,3 +220,35 @@ def test_two_node_cluster_gives_the_same_features(games_root, baseline, tmp_path
         if record.is_file() and record.read_text().strip().endswith(f":{port}"):
             record.unlink()
     assert_same(read_features(out), baseline)
+
+
+def test_a_resume_with_other_net_weights_is_refused(tmp_path, caplog):
+    """The config names nets, not weights: a retrained net keeps its name, and a resume once
+    mixed s-scores of two nets in one table. The folder records each net's sha256 (checked
+    against ../shared/models/SHA256SUMS) and a resume with other weights is refused."""
+    sums = dict(
+        reversed(line.split())
+        for line in (settings.models_dir() / "SHA256SUMS").read_text().splitlines()
+    )
+    cfg = config_from_dict({**CONFIG, "value": {"evaluator": "net", "model": "maia-1900"}})
+    assert net_hashes(cfg) == {
+        "maia-1100": sums["maia/maia-1100.pb.gz"],
+        "maia-1900": sums["maia/maia-1900.pb.gz"],
+    }
+    by_path = config_from_dict(
+        {**CONFIG, "imitation_nets": [{"name": "m", "model": str(settings.models_dir() / "maia/maia-1500.pb.gz")}],
+         "expected_loss": {"net": "m", "max_moves": 2}}
+    )  # fmt: skip
+    assert list(net_hashes(by_path).values()) == [sums["maia/maia-1500.pb.gz"]]
+
+    save_config(tmp_path, cfg, tmp_path, net_hashes(cfg))
+    check_output_config(tmp_path, cfg)  # same weights: resumes
+    retrained = {**net_hashes(cfg), "maia-1100": "0" * 64}
+    with pytest.raises(ConfigMismatchError, match=r"other net weights \(maia-1100: e1cf1cd0"):
+        check_output_config(tmp_path, cfg, retrained)
+
+    record = yaml.safe_load((tmp_path / CONFIG_FILE).read_text())
+    del record["nets"]  # a folder written before the weights were recorded
+    (tmp_path / CONFIG_FILE).write_text(yaml.safe_dump(record))
+    check_output_config(tmp_path, cfg, retrained)
+    assert "records no net sha256" in caplog.text
