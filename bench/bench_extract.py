@@ -25,6 +25,7 @@ from pathlib import Path
 import chess
 import torch
 
+from actors.extract_runner import plan_actors
 from pipeline import settings
 from pipeline.cli_ingest import DEFAULT_GAMES_PER_CHUNK, DEFAULT_PRESETS
 from pipeline.encode_chess import encode_games as encode_chess_games
@@ -45,10 +46,15 @@ SPLITS = {
 }
 
 
-# The baseline runs its nets where the extraction's nets run: one CPU thread, or the GPU (FP32).
-BASELINE_DEVICE = (
-    {"device": "cuda"} if torch.cuda.is_available() else {"device": "cpu", "num_threads": 1}
-)
+def baseline_device(config, cpus: int) -> dict:
+    """Where the baseline runs its nets: where extraction's net actor runs them, on the GPU
+    (FP32) or on the CPU with the actor's threads (``plan_actors``: a node's CPUs for Go)."""
+    if torch.cuda.is_available():
+        return {"device": "cuda"}
+    return {
+        "device": "cpu",
+        "num_threads": plan_actors(config, cpus=cpus, gpus=0).evaluator_threads,
+    }
 
 
 def ingest(game: str, out: Path) -> Path:
@@ -72,9 +78,9 @@ def first_games(games_root: Path, config, n: int):
     return read_games_rows(games_root, chunk.part).to_pylist()
 
 
-def baseline_chess(games_root: Path, config, positions: int) -> float:
+def baseline_chess(games_root: Path, config, positions: int, device: dict) -> float:
     """Positions/s of 'one position per net call': board per position, 9 nets at batch 1."""
-    nets = [make_evaluator(load_net(n.model), **BASELINE_DEVICE) for n in config.imitation_nets]
+    nets = [make_evaluator(load_net(n.model), **device) for n in config.imitation_nets]
     done, t0 = 0, time.perf_counter()
     for game in first_games(games_root, config, 4):
         moves = game["moves"]
@@ -91,9 +97,9 @@ def baseline_chess(games_root: Path, config, positions: int) -> float:
     return done / (time.perf_counter() - t0)
 
 
-def baseline_go(games_root: Path, config, positions: int) -> float:
+def baseline_go(games_root: Path, config, positions: int, device: dict) -> float:
     """Positions/s of one position per KataGo call, replaying the game for each position."""
-    net = make_evaluator(load_net(config.value.model), **BASELINE_DEVICE)
+    net = make_evaluator(load_net(config.value.model), **device)
     done, t0 = 0, time.perf_counter()
     for game in first_games(games_root, config, 2):
         moves = game["moves"]
@@ -154,8 +160,9 @@ def bench(game: str, args: argparse.Namespace, work: Path) -> dict:
     run = summary["this_run"]
     nets_stage_rate = run["positions"] / run["stage_s"]["nets"]
     base = (baseline_chess if game == "chess" else baseline_go)(
-        games_root, config, args.baseline_positions
-    )
+        games_root, config, args.baseline_positions,
+        baseline_device(config, args.num_cpus or os.cpu_count() or 1),
+    )  # fmt: skip
     result = {
         "game": game,
         "games": run["games"],

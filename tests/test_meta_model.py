@@ -24,7 +24,7 @@ from pipeline.meta_model import (
     round_to_group,
     train_and_evaluate,
 )
-from pipeline.meta_train import load_meta_models
+from pipeline.meta_train import load_meta_models, net_hashes
 
 COLUMNS = [
     "prior_maia_1100_geomean_all",
@@ -184,3 +184,21 @@ def test_saved_models_predict_like_training(trained: Path):
     assert set(table["method"].to_pylist()) == {"full", "no_loss", "chen_sscore_sscore_test"}
     text = (trained / "tables" / "table2_rank_group.md").read_text()
     assert text.splitlines()[1] == "| method | n=1 | n=5 |"
+
+
+def test_meta_runs_log_the_weights_the_features_came_from(tmp_path):
+    """`net_<name>` params are the sha256 `kibitz extract` recorded, not the registry's entry
+    today (a retrained net keeps its name); folders from before the record fall back to it."""
+    config = {
+        "imitation_nets": [{"name": "maia-1100", "model": "maia-1100"}],
+        "strength_nets": [{"name": "sscore", "model": "kibitz-sscore-chess"}],
+        "value": {"evaluator": "stockfish", "nodes": 1500},
+    }
+    record = {"config": config, "nets": {"maia-1100": "a" * 64, "kibitz-sscore-chess": "b" * 64}}
+    (tmp_path / "_config.yaml").write_text(json.dumps(record))  # YAML is a superset of JSON
+    assert net_hashes(tmp_path) == {
+        "maia-1100": "a" * 64, "sscore": "b" * 64, "value": "stockfish nodes=1500"
+    }  # fmt: skip
+    (tmp_path / "_config.yaml").write_text(json.dumps({"config": config}))
+    registry = net_hashes(tmp_path)
+    assert registry["maia-1100"].startswith("e1cf1cd0")  # ../shared/models/SHA256SUMS
