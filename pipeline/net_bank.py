@@ -106,7 +106,7 @@ class NetBank:
         batch_size: int,
         device: str | None = None,
         cache_dir: Path | None = None,
-        threads: int | None = None,
+        threads: int | None = None,  # CPU: torch threads; None or 0: torch's default
     ) -> None:
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         if threads and self.device == "cpu":
@@ -134,7 +134,7 @@ class NetBank:
                 precision=precision,
                 cache_dir=cache_dir,
                 max_batch=batch_size,
-                num_threads=threads if self.device == "cpu" else None,
+                num_threads=(threads or None) if self.device == "cpu" else None,
             )
         log.info(
             "net bank on %s: %s (%s, batch %d)", self.device, list(self.nets), backend, batch_size
