@@ -63,9 +63,8 @@ def plan_actors(
 
     A net actor holds one CPU beside its GPU. Without a GPU it holds ``evaluator_cpus``, or by
     default (0) the CPUs of one node when the nets are the only work: encoding tasks hold no
-    CPU and cost ~1 % of the nets (Go: 36,000 positions per CPU-second against 46 for the three
-    nets), and on 2 cores the Go preset ran 75.6 positions/s with 2 threads against 44.9 with
-    one (docs/extract.md). Beside a
+    CPU and cost ~5 % of the net time (Go: 64 s against 1,185 s), and on 2 cores the Go preset
+    ran 75.6 positions/s with 2 threads against 44.9 with one (docs/extract.md). Beside a
     Stockfish pool it holds one CPU by default and the engines share the rest, a fraction each
     when fewer are left than engines: an actor asking for more than the cluster has left waits
     forever, and the run with it (the GPU net actor's CPU was once left out of the count, and a

@@ -235,19 +235,23 @@ def load_net_file(path: Path, fmt: str) -> nn.Module:
     return loader(path)
 
 
+def _is_registry_name(name_or_path: str | Path) -> bool:
+    """A string that is not an existing file names a registry entry; anything else is a path."""
+    return isinstance(name_or_path, str) and not Path(name_or_path).is_file()
+
+
 def model_sha256(name_or_path: str | Path, *, models_dir: Path | None = None) -> str:
     """sha256 of the weights ``load_net`` would load: the registry's for a name (``load_net``
     verifies the file against it), the file's own for a path."""
-    candidate = Path(name_or_path)
-    if isinstance(name_or_path, str) and not candidate.is_file():
+    if _is_registry_name(name_or_path):
         return find_entry(name_or_path, models_dir=models_dir).sha256
-    return file_sha256(candidate)
+    return file_sha256(Path(name_or_path))
 
 
 def load_net(name_or_path: str | Path, *, models_dir: Path | None = None) -> nn.Module:
     """Load a registered net by name (verified) or any net file by path (format by suffix)."""
     candidate = Path(name_or_path)
-    if isinstance(name_or_path, str) and not candidate.is_file():
+    if _is_registry_name(name_or_path):
         entry = resolve(name_or_path, models_dir=models_dir)
         return load_net_file(entry.file, entry.format)
     if not candidate.is_file():
