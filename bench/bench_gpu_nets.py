@@ -12,9 +12,10 @@ Everything is measured in one run, medians over ``--repeats``:
    batch sweep, eager PyTorch and replayed CUDA graphs (positions/s and achieved TFLOP/s).
 4. The Kibitz path as the net actor runs it on real games: :class:`pipeline.net_bank.NetBank`
    with the nine Maia nets in FP16, step by step from how it ran before (float planes copied
-   once per net, whole policies copied back) to how it runs now (bits copied once and unpacked
-   on the GPU, only the legal moves' logits gathered there and copied back, the softmax over
-   legal moves on the CPU), plus the PCIe transfer rates that explain the difference.
+   once per net, whole policies copied back, the softmax over legal moves on the CPU) to how it
+   runs now (bits copied once and unpacked on the GPU, each policy reduced there to the played
+   move's prior, the top-1 flag and the likely moves, ``pipeline.policy_stats``), plus the
+   PCIe transfer rates that explain the difference.
 5. The baseline of the extraction issue, measured in the same run: one game at a time, one
    position per net call (as existing research tooling runs Maia), FP32 on the same GPU; and
    the ratio of each path to it.
@@ -26,6 +27,7 @@ package index only; where it is missing the TensorRT rows are skipped with that 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import os
 import sys
@@ -45,15 +47,21 @@ from lc0_reference import lc0_reference
 
 from pipeline import settings
 from pipeline.check_chess import read_games
-from pipeline.chess_policy import legal_move_entries, policy_over_legal, softmax_over_legal
+from pipeline.chess_policy import legal_move_entries, policy_over_legal
 from pipeline.encode_chess import encode_games
+from pipeline.extract_config import load_config
+from pipeline.extract_go import GoNetStep, encode_go
+from pipeline.go_outputs import policy_probabilities
+from pipeline.ingest_sgf import plan_chunks, read_chunk
 from pipeline.katago_net import load_katago_net
 from pipeline.model_registry import load_net
-from pipeline.net_bank import Gather, NetBank, NetJob
+from pipeline.net_bank import Gather, NetBank, NetJob, OneHot
 from pipeline.packed_planes import pack_planes
+from pipeline.policy_stats import PolicyStats
 
 KATAGO_MODEL = "katago/g170-b6c96-s175395328-d26788732.bin.gz"
 KATAGO_INPUTS = "katago-g170-inputs.npz"
+EL_NET = "maia-1500"  # pipeline/presets/extract-chess.yaml: the expected-loss net
 # (label, dtype, TF32 allowed): PyTorch's default lets cuDNN round FP32 convolutions to TF32
 PRECISIONS = (
     ("tf32", torch.float32, True),
@@ -260,11 +268,21 @@ def kibitz_chess_path(games: int, batch: int, repeats: int) -> float:
         MAIA_NETS, backend="torch", precision=precision, batch_size=batch, device=str(DEVICE)
     )
     jobs = [NetJob(key=name, model=name, outputs=("policy",)) for name in MAIA_NETS]
-    gathered = [NetJob(name, name, ("policy",), gather={"policy": "legal"}) for name in MAIA_NETS]
+    reduced = [  # as ChessNetStep asks: the preset's expected-loss net also gives 5 likely moves
+        NetJob(name, name, ("policy",), stats={"policy": PolicyStats(
+            "legal", "played_index", top_k=5 if name == EL_NET else 0
+        )})
+        for name in MAIA_NETS
+    ]  # fmt: skip
+    played = positions.played_policy_index.astype(np.int64)
 
-    def legal(a: int, b: int) -> Gather:
-        """Each position's legal-move logits, as extraction asks the bank for them."""
-        return Gather(*legal_move_entries(positions, a, min(b, n)))
+    def stats_inputs(a: int, b: int) -> dict:
+        """Packed planes, each position's legal entries and played move: the net step's."""
+        return {
+            "planes": packed.rows(a, b),
+            "legal": Gather(*legal_move_entries(positions, a, min(b, n))),
+            "played_index": played[a:b],
+        }
 
     def per_net_copies() -> None:
         """How the bank ran before: float planes unpacked on the CPU, copied once per net."""
@@ -273,11 +291,9 @@ def kibitz_chess_path(games: int, batch: int, repeats: int) -> float:
             for evaluate in bank.evaluators.values():
                 evaluate({"planes": planes})
 
-    def gathered_path() -> dict:
-        out = bank.run(
-            gathered, lambda a, b: {"planes": packed.rows(a, b), "legal": legal(a, b)}, n
-        )
-        return {name: softmax_over_legal(out[name]["policy"], positions) for name in MAIA_NETS}
+    def whole_policies_path() -> dict:
+        out = bank.run(jobs, lambda a, b: {"planes": packed.rows(a, b)}, n)
+        return {name: policy_over_legal(out[name]["policy"], positions) for name in MAIA_NETS}
 
     paths = {
         "float planes copied per net (before)": per_net_copies,
@@ -287,19 +303,18 @@ def kibitz_chess_path(games: int, batch: int, repeats: int) -> float:
         "bits copied once, unpacked on the GPU": lambda: bank.run(
             jobs, lambda a, b: {"planes": packed.rows(a, b)}, n
         ),
-        "+ legal logits gathered on the GPU": lambda: bank.run(
-            gathered, lambda a, b: {"planes": packed.rows(a, b), "legal": legal(a, b)}, n
+        "+ whole policies back, softmax over legal moves on the CPU": whole_policies_path,
+        "+ policy statistics on the GPU instead = extraction's net step": lambda: bank.run(
+            reduced, stats_inputs, n
         ),
-        "+ softmax over legal moves (CPU) = extraction's net step": gathered_path,
     }
     rates = {label: median_rate(run, n, repeats) for label, run in paths.items()}
-    full = bank.run(jobs, lambda a, b: {"planes": packed.rows(a, b)}, n)
-    fast = gathered_path()
-    started = time.perf_counter()
+    slow = whole_policies_path()
+    fast = bank.run(reduced, stats_inputs, n)
     for name in MAIA_NETS:
-        slow = policy_over_legal(full[name]["policy"], positions)
-        assert np.array_equal(slow.played_prob, fast[name].played_prob), name
-    decode_s = time.perf_counter() - started
+        np.testing.assert_allclose(fast[name]["policy.prior"][:, 0], slow[name].played_prob, 1e-6)
+        same_top = fast[name]["policy.top1"][:, 0] == slow[name].top1_is_played
+        assert same_top.mean() > 0.999, (name, same_top.mean())  # FP16 ties may differ
     unpack_rate = median_rate(
         lambda: [packed.unpack(a, a + batch) for a in range(0, n, batch)], n, repeats
     )
@@ -308,10 +323,64 @@ def kibitz_chess_path(games: int, batch: int, repeats: int) -> float:
     print(f"  encode (one CPU process)                  {n / encode_s:>12,.0f}")
     print(f"  unpack bits on the CPU (one process)      {unpack_rate:>12,.0f}")
     for label, rate in rates.items():
-        print(f"  NetBank, {label:<58} {rate:>10,.0f}")
-    print(f"  policy_over_legal x 9 from full policies (one CPU process) {n / decode_s:>10,.0f}")
-    print("  (the gathered path's played-move priors equal the full-policy path's exactly)")
-    return rates["+ softmax over legal moves (CPU) = extraction's net step"]
+        print(f"  NetBank, {label:<64} {rate:>10,.0f}")
+    print("  (the statistics' played-move priors equal the whole-policy path's within 1e-6)")
+    return rates["+ policy statistics on the GPU instead = extraction's net step"]
+
+
+def kibitz_go_path(games: int, repeats: int) -> None:
+    """The Go net step on real Fox games with the GPU preset's nets (KataGo g170, the eleven
+    ranks of kibitz-go-policy, the s-score net), as extraction runs it: policies reduced on the
+    GPU (``GoNetStep``), against the same nets' whole outputs copied back and reduced with
+    numpy, as the step did before."""
+    config = load_config(Path(__file__).parent / "extract-go-gpu.yaml")
+    if DEVICE.type != "cuda":  # --device cpu checks the path: FP16 needs CUDA
+        config = dataclasses.replace(config, precision="fp32", batch_sizes={"torch": 256})
+    split = settings.data_dir() / "go" / "fox-selected" / "candidating"
+    chunk = plan_chunks(sorted(split.glob("*.sgf"))[:1], games_per_chunk=games)[0]
+    work = encode_go(read_chunk(chunk).games, config)
+    n = len(work.positions.game_index)
+    step = GoNetStep(config, device=str(DEVICE))
+    pos = work.positions
+
+    def whole(job: NetJob) -> NetJob:
+        """The job without statistics; KataGo's passes keep all four heads, as before."""
+        names = step.bank.evaluators[job.model].output_names
+        outputs = names if "ownership" in names and "policy" in job.outputs else job.outputs
+        return dataclasses.replace(job, outputs=tuple(outputs), stats={})
+
+    before = [whole(job) for job in step.jobs.values()]
+
+    def whole_outputs() -> None:
+        played = pos.played_index.astype(np.int64)
+
+        def source(a: int, b: int) -> dict:
+            return {
+                "spatial": work.spatial.rows(a, b),
+                "global": work.global_[a:b],
+                "played": OneHot(played[a:b], 362),
+            }
+
+        out = step.bank.run(before, source, n)
+        for net in config.imitation_nets:  # one softmax per imitation level, as before
+            key, channel = step.imitation[net.name]
+            logits = out[key]["policy"]
+            policy_probabilities(logits if logits.shape[1] < 3 else logits[:, channel], pos.legal)
+
+    rates = {
+        "whole outputs back, softmax per level in numpy (before)": median_rate(
+            whole_outputs, n, repeats
+        ),
+        "policies reduced on the GPU = GoNetStep (now)": median_rate(
+            lambda: step(work), n, repeats
+        ),
+    }
+    print(f"\nKibitz Go net step, {len(config.imitation_nets)} imitation levels + s-score + lead,")
+    print(f"{config.precision}, batch {config.batch_size}, {games} real Fox games, {n} positions:")
+    for label, rate in rates.items():
+        print(f"  {label:<60} {rate:>10,.0f} positions/s")
+    first, last = rates.values()
+    print(f"  ratio {last / first:.2f}x")
 
 
 def transfer_rates(planes: np.ndarray, batch: int, repeats: int) -> None:
@@ -365,6 +434,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--games", type=int, default=200, help="real games for the Kibitz path")
     parser.add_argument("--bank-batch", type=int, default=4096)
+    parser.add_argument("--go-games", type=int, default=100, help="real Fox games, Go path")
     parser.add_argument("--baseline-positions", type=int, default=500)
     parser.add_argument(
         "--device", default="cuda", help="cpu checks this script quickly (tiny batches, no graphs)"
@@ -422,6 +492,7 @@ def main() -> int:
     allow_tf32(False)
 
     bank = kibitz_chess_path(args.games, args.bank_batch, args.repeats)
+    kibitz_go_path(args.go_games, args.repeats)
     transfer_rates(planes, args.bank_batch, args.repeats)
     base = baseline_rate(args.games, args.baseline_positions)
     print(f"\nbaseline: one position per call, maia-1500 FP32 on the GPU: {base:,.0f} positions/s")

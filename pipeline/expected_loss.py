@@ -7,9 +7,9 @@ so the cap bounds the evaluator work per position. Everything here is vectorised
 positions of a chunk (no per-position loop).
 
     >>> import numpy as np
-    >>> m = likely_moves(np.array([[0.6, 0.3, 0.1]]), prior_share=0.85, max_moves=5)
+    >>> m = select_likely(np.array([[4, 0, 7]]), np.array([[0.6, 0.3, 0.1]]), prior_share=0.85)
     >>> m.index.tolist(), m.keep.tolist()
-    ([[0, 1, 2]], [[True, True, False]])
+    ([[4, 0, 7]], [[True, True, False]])
 """
 
 from __future__ import annotations
@@ -33,27 +33,15 @@ class LikelyMoves:
         return self.keep.sum(axis=1).astype(np.int16)
 
 
-def csr_to_dense(values: np.ndarray, offsets: np.ndarray, *, fill: float) -> np.ndarray:
-    """A ragged (CSR) list per row as a (N, max_len) array padded with ``fill``."""
-    lengths = np.diff(offsets)  # (N,)
-    n, width = len(lengths), int(lengths.max(initial=0))
-    dense = np.full((n, width), fill, dtype=values.dtype)  # (N, max_len)
-    rows = np.repeat(np.arange(n), lengths)
-    cols = np.arange(len(values)) - np.repeat(offsets[:-1], lengths)
-    dense[rows, cols] = values
-    return dense
-
-
-def likely_moves(probs: np.ndarray, *, prior_share: float, max_moves: int) -> LikelyMoves:
-    """Top moves of each row of ``probs`` (N, M) covering ``prior_share``, at most ``max_moves``.
+def select_likely(order: np.ndarray, prior: np.ndarray, *, prior_share: float) -> LikelyMoves:
+    """The likely moves of each row from its top moves sorted by prior, ``order`` and
+    ``prior`` (N, k) (the net bank's policy statistics, ``pipeline.policy_stats``, sort them
+    where the net ran, ties by move index).
 
     A move is kept while the mass of the moves ranked above it is still below the share, so the
     most likely move is always kept; moves of zero probability (illegal, padding) never are.
-    Ties are broken by move index (stable sort), so the selection is deterministic.
     """
-    k = min(max_moves, probs.shape[1])
-    order = np.argsort(-probs, axis=1, kind="stable")[:, :k]  # (N, k)
-    prior = np.take_along_axis(probs, order, axis=1).astype(np.float32)  # (N, k)
+    prior = prior.astype(np.float32)
     before = np.cumsum(prior, axis=1) - prior  # mass ranked above each move
     keep = (before < prior_share) & (prior > 0)
     return LikelyMoves(order.astype(np.int32), np.where(keep, prior, 0).astype(np.float32), keep)

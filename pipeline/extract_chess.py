@@ -44,7 +44,7 @@ import chess
 import numpy as np
 import pyarrow as pa
 
-from pipeline.chess_policy import legal_move_entries, softmax_over_legal
+from pipeline.chess_policy import legal_move_entries
 from pipeline.chess_spec import POLICY_SIZE, unpack_move
 from pipeline.encode_chess import (
     OUTCOME_CHECKMATE,
@@ -53,12 +53,13 @@ from pipeline.encode_chess import (
     encode_after,
     encode_games,
 )
-from pipeline.expected_loss import LikelyMoves, csr_to_dense, expected_loss, likely_moves
+from pipeline.expected_loss import LikelyMoves, expected_loss, select_likely
 from pipeline.extract_config import ConfigError, ExtractConfig
 from pipeline.features_rows import build_table, game_columns
 from pipeline.features_schema import column_slug
-from pipeline.net_bank import Gather, NetBank, NetJob
+from pipeline.net_bank import Gather, Input, NetBank, NetJob, OneHot
 from pipeline.packed_planes import PackedPlanes, pack_planes
+from pipeline.policy_stats import PolicyStats
 from pipeline.stockfish_eval import StockfishEvaluator, StockfishSettings, win_rate_to_v
 
 LOG_PRIOR_FLOOR = float(np.log(1e-6))  # features_schema: logprior floored at log(1e-6)
@@ -158,10 +159,14 @@ class ChessNetStep:
             cache_dir=cache_dir,
             threads=config.evaluator_cpus,
         )
-        self.jobs = {
-            net.name: NetJob(net.name, net.model, ("policy",), gather={"policy": "legal"})
-            for net in config.imitation_nets
-        }
+        el = config.expected_loss
+        self.jobs = {}
+        for net in config.imitation_nets:
+            # legal: each position's legal entries, so likely moves come as legal-list places
+            stats = PolicyStats(
+                "legal", "played_index", top_k=el.max_moves if net.name == el.net else 0
+            )
+            self.jobs[net.name] = NetJob(net.name, net.model, ("policy",), stats={"policy": stats})
         self.jobs.update(
             {net.name: NetJob(net.name, net.model, ("sscore",)) for net in config.strength_nets}
         )
@@ -181,7 +186,7 @@ class ChessNetStep:
                 self.value_key = shared[0]
                 job = self.jobs[shared[0]]
                 self.jobs[shared[0]] = NetJob(
-                    job.key, model, ("policy", self.value_output), gather=job.gather
+                    job.key, model, ("policy", self.value_output), stats=job.stats
                 )
             else:
                 self.value_key = f"value:{model}"
@@ -195,16 +200,15 @@ class ChessNetStep:
         played_index = pos.played_policy_index.astype(np.int64)  # (N,)
         strength = bool(self.config.strength_nets)
 
-        def source(start: int, stop: int) -> dict[str, np.ndarray | PackedPlanes | Gather]:
-            inputs: dict = {
+        def source(start: int, stop: int) -> dict[str, Input]:
+            inputs: dict[str, Input] = {
                 "planes": work.planes.rows(start, stop),  # (B, 112, 8, 8) packed
-                # each position's legal-move logits, (L_B,)
+                # each position's legal moves in its policy, (L_B,) entries
                 "legal": Gather(*legal_move_entries(pos, start, stop)),
+                "played_index": played_index[start:stop],  # (B,)
             }
             if strength:  # strength nets also see the played move, one-hot over the policy
-                one_hot = np.zeros((stop - start, POLICY_SIZE), np.float32)  # (B, 1858)
-                one_hot[np.arange(stop - start), played_index[start:stop]] = 1
-                inputs["played"] = one_hot
+                inputs["played"] = OneHot(played_index[start:stop], POLICY_SIZE)  # (B, 1858)
             return inputs
 
         outputs = self.bank.run(list(self.jobs.values()), source, n)
@@ -212,18 +216,17 @@ class ChessNetStep:
         result = ChessNetResult({}, {}, {}, {}, None)
         el_net = self.config.expected_loss.net
         for net in self.config.imitation_nets:
-            policy = softmax_over_legal(outputs[net.name]["policy"], pos)
-            result.prior[net.name] = policy.played_prob.astype(np.float32)
-            result.logprior[net.name] = np.maximum(policy.played_logprob, LOG_PRIOR_FLOOR).astype(
-                np.float32
-            )
-            result.top1[net.name] = policy.top1_is_played.astype(bool)
-            if net.name == el_net:
-                dense = csr_to_dense(policy.probs.astype(np.float32), pos.legal_offsets, fill=0.0)
-                result.likely = likely_moves(
-                    dense,
+            stats = outputs[net.name]  # (N, 1) per statistic: pipeline.policy_stats
+            result.prior[net.name] = stats["policy.prior"][:, 0]
+            result.logprior[net.name] = np.maximum(
+                stats["policy.logprior"][:, 0], LOG_PRIOR_FLOOR
+            ).astype(np.float32)
+            result.top1[net.name] = stats["policy.top1"][:, 0]
+            if net.name == el_net:  # likely moves as places in each position's legal list
+                result.likely = select_likely(
+                    stats["policy.likely_index"][:, 0],
+                    stats["policy.likely_prior"][:, 0],
                     prior_share=self.config.expected_loss.prior_share,
-                    max_moves=self.config.expected_loss.max_moves,
                 )
         for net in self.config.strength_nets:
             result.sscore[net.name] = outputs[net.name]["sscore"].reshape(n).astype(np.float32)

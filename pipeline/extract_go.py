@@ -37,20 +37,20 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.encode_go import GoPositions, encode_children, encode_games
-from pipeline.expected_loss import LikelyMoves, expected_loss, likely_moves
+from pipeline.expected_loss import LikelyMoves, expected_loss, select_likely
 from pipeline.extract_config import ConfigError, ExtractConfig, NetConfig
 from pipeline.features_rows import build_table, game_columns
 from pipeline.features_schema import column_slug
 from pipeline.go_metadata import humansl_metadata
-from pipeline.go_outputs import policy_probabilities, postprocess
+from pipeline.go_outputs import white_lead
 from pipeline.go_rank_policy import GoRankPolicyNet, rank_index
 from pipeline.go_rules import GoGameSpec
 from pipeline.go_spec import POLICY_SIZE
-from pipeline.net_bank import NetBank, NetJob
+from pipeline.net_bank import Input, NetBank, NetJob, OneHot
 from pipeline.packed_planes import PackedPlanes, pack_planes
+from pipeline.policy_stats import PolicyStats
 
 LOG_PRIOR_FLOOR = float(np.log(1e-6))  # features_schema: logprior floored at log(1e-6)
-KATAGO_OUTPUTS = ("policy", "value", "misc", "ownership")  # what go_outputs.postprocess reads
 
 
 @dataclass
@@ -133,11 +133,7 @@ def encode_go(games: pa.Table, config: ExtractConfig) -> GoWork:
     return GoWork(games, pos, spatial, global_, is_move, failed, time.perf_counter() - t0)
 
 
-def _one_hot(index: np.ndarray) -> np.ndarray:
-    """(B, 362) float32 one-hot rows of policy indices: the ``played`` input of strength nets."""
-    out = np.zeros((len(index), POLICY_SIZE), np.float32)  # (B, 362)
-    out[np.arange(len(index)), index] = 1.0
-    return out
+VALUE_OUTPUTS = ("value", "misc")  # what go_outputs.white_lead reads
 
 
 class GoNetStep:
@@ -146,7 +142,9 @@ class GoNetStep:
     One pass per distinct net input: KataGo as imitation AND value net runs once; a
     rank-conditioned policy (``pipeline.go_rank_policy``, e.g. ``kibitz-go-policy``) runs its
     trunk once and gives every configured rank (``profile: 3d``); a KataGo HumanSL net runs once
-    per profile (its "meta" input differs).
+    per profile (its "meta" input differs). Policies are reduced where the nets run
+    (``pipeline.policy_stats``): only the played move's prior, the top-1 flag and the
+    expected-loss net's likely moves come back, and only the value net's value and score heads.
     """
 
     def __init__(self, config: ExtractConfig, *, device: str | None = None, cache_dir=None):
@@ -162,24 +160,39 @@ class GoNetStep:
             cache_dir=cache_dir,
             threads=config.evaluator_cpus,
         )
-        self.jobs: dict[str, NetJob] = {}  # job key → job
-        self.imitation_job: dict[str, str] = {}  # imitation net name → job key
-        self.rank_of: dict[str, int] = {}  # imitation net name → rank axis index
+        # imitation net name → (job key, channel of the job's policy statistics)
+        self.imitation: dict[str, tuple[str, int]] = {}
         self.meta_rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        channels: dict[str, list[int]] = {}  # job key → policy channels, in column order
+        job_args: dict[str, tuple[str, dict[str, str]]] = {}  # job key → (model, renames)
         for net in config.imitation_nets:
-            self.imitation_job[net.name] = self._add_imitation(net)
+            key, channel, renames = self._imitation_job(net)
+            picked = channels.setdefault(key, [])
+            if channel not in picked:
+                picked.append(channel)
+            self.imitation[net.name] = (key, picked.index(channel))
+            job_args[key] = (net.model, renames)
+        el_key = self.imitation[config.expected_loss.net][0] if config.expected_loss.net else None
+        self.value_key = f"{config.value.model}#None"
+        self.jobs: dict[str, NetJob] = {}  # job key → job
+        for key, (model, renames) in job_args.items():
+            stats = PolicyStats(
+                "legal", "played_index", tuple(channels[key]),
+                top_k=config.expected_loss.max_moves if key == el_key else 0,
+            )  # fmt: skip
+            outputs = ("policy", *VALUE_OUTPUTS) if key == self.value_key else ("policy",)
+            self.jobs[key] = NetJob(key, model, outputs, renames, stats={"policy": stats})
         self.strength_job: dict[str, str] = {}  # strength net name → job key
         for net in config.strength_nets:
             key = f"{net.model}#sscore"
             self.jobs.setdefault(key, NetJob(key, net.model, ("sscore",)))
             self.strength_job[net.name] = key
-        self.value_key = f"{config.value.model}#None"
         self.jobs.setdefault(
-            self.value_key, NetJob(self.value_key, config.value.model, KATAGO_OUTPUTS)
+            self.value_key, NetJob(self.value_key, config.value.model, VALUE_OUTPUTS)
         )
 
-    def _add_imitation(self, net: NetConfig) -> str:
-        """Register the job that gives ``net``'s policy; return its key."""
+    def _imitation_job(self, net: NetConfig) -> tuple[str, int, dict[str, str]]:
+        """The job key that gives ``net``'s policy, its channel, and the job's input renames."""
         model = self.bank.nets[net.model]
         if isinstance(model, GoRankPolicyNet):
             if net.profile is None:
@@ -187,42 +200,22 @@ class GoNetStep:
                     f"imitation net {net.name!r}: {net.model!r} is rank-conditioned; give the"
                     " rank as its profile, e.g. profile: 3d"
                 )
-            self.rank_of[net.name] = rank_index(net.profile)
-            key = f"{net.model}#ranks"  # one trunk pass serves every rank of this model
-            self.jobs.setdefault(key, NetJob(key, net.model, ("policy",)))
-            return key
+            # one trunk pass serves every rank of this model
+            return f"{net.model}#ranks", rank_index(net.profile), {}
         key = f"{net.model}#{net.profile}"
-        renames = {}
-        if net.profile is not None:
-            if "meta" not in self.bank.evaluators[net.model].input_names:
-                raise ConfigError(
-                    f"imitation net {net.name!r}: profile {net.profile!r} given but"
-                    f" {net.model!r} takes no HumanSL metadata input"
-                )
-            renames = {"meta": f"meta:{net.profile}"}
-            # KataGo's metadata row depends on the side to move.
-            self.meta_rows[f"meta:{net.profile}"] = (
-                humansl_metadata(net.profile, black_to_move=True),
-                humansl_metadata(net.profile, black_to_move=False),
+        if net.profile is None:
+            return key, 0, {}  # KataGo's channel 0: policyOptimism 0, KataGo's default
+        if "meta" not in self.bank.evaluators[net.model].input_names:
+            raise ConfigError(
+                f"imitation net {net.name!r}: profile {net.profile!r} given but"
+                f" {net.model!r} takes no HumanSL metadata input"
             )
-        self.jobs.setdefault(key, NetJob(key, net.model, KATAGO_OUTPUTS, renames))
-        return key
-
-    def _policies(self, outputs: dict, pos: GoPositions) -> dict[str, np.ndarray]:
-        """(N, 362) probabilities over the legal moves of every imitation net, all rows."""
-        cache: dict[str, np.ndarray] = {}
-        policies = {}
-        for net in self.config.imitation_nets:
-            key = self.imitation_job[net.name]
-            if net.name in self.rank_of:
-                logits = outputs[key]["policy"][:, self.rank_of[net.name]]  # (N, 362)
-                policies[net.name] = policy_probabilities(logits, pos.legal)
-                continue
-            if key not in cache:
-                meta = self.bank.nets[self.jobs[key].model].meta
-                cache[key] = postprocess(outputs[key], pos.legal, pos.black_to_move, meta).policy
-            policies[net.name] = cache[key]
-        return policies
+        # KataGo's metadata row depends on the side to move.
+        self.meta_rows[f"meta:{net.profile}"] = (
+            humansl_metadata(net.profile, black_to_move=True),
+            humansl_metadata(net.profile, black_to_move=False),
+        )
+        return key, 0, {"meta": f"meta:{net.profile}"}
 
     def _child_leads(
         self, states, parents: np.ndarray, moves: np.ndarray
@@ -232,6 +225,7 @@ class GoNetStep:
         Returns the leads and the seconds spent encoding the children.
         """
         job = self.jobs[self.value_key]
+        job = NetJob(job.key, job.model, VALUE_OUTPUTS, job.inputs_from)
         meta = self.bank.nets[job.model].meta
         leads = np.empty(len(parents), np.float64)
         encode_s = 0.0
@@ -249,7 +243,7 @@ class GoNetStep:
                 }  # (B, 22, 19, 19)
 
             raw = self.bank.run([job], source, stop - start)[job.key]
-            leads[start:stop] = postprocess(raw, kids.legal, kids.black_to_move, meta).white_lead
+            leads[start:stop] = white_lead(raw, kids.black_to_move, meta)
         return leads, encode_s
 
     def __call__(self, work: GoWork) -> GoNetResult:
@@ -261,44 +255,46 @@ class GoNetStep:
         played_all = pos.played_index.astype(np.int64)
         strength = bool(self.config.strength_nets)
 
-        def source(start: int, stop: int) -> dict[str, np.ndarray | PackedPlanes]:
-            inputs: dict = {
+        def source(start: int, stop: int) -> dict[str, Input]:
+            inputs: dict[str, Input] = {
                 "spatial": work.spatial.rows(start, stop),  # (B, 22, 19, 19) packed
                 "global": work.global_[start:stop],  # (B, 19)
+                "legal": pos.legal[start:stop],  # (B, 362) bool
+                "played_index": played_all[start:stop],  # (B,)
             }
             for name, (row_b, row_w) in self.meta_rows.items():  # (192,) each
                 inputs[name] = np.where(black[start:stop, None], row_b, row_w)  # (B, 192)
             if strength:  # strength nets also see the played move (keep in sync: sscore_net)
-                inputs["played"] = _one_hot(played_all[start:stop])  # (B, 362)
+                inputs["played"] = OneHot(played_all[start:stop], POLICY_SIZE)  # (B, 362)
             return inputs
 
         outputs = self.bank.run(list(self.jobs.values()), source, n)
         moves = np.flatnonzero(work.is_move)
-        played = played_all[moves]
         result = GoNetResult({}, {}, {}, {}, np.zeros(n))
-        policies = self._policies(outputs, pos)
         for net in self.config.imitation_nets:
-            policy = policies[net.name][moves]  # (M, 362)
-            prior = policy[np.arange(len(moves)), played]
-            result.prior[net.name] = prior.astype(np.float32)
-            with np.errstate(divide="ignore"):
-                result.logprior[net.name] = np.maximum(np.log(prior), LOG_PRIOR_FLOOR).astype(
-                    np.float32
-                )
-            result.top1[net.name] = np.argmax(policy, axis=1) == played
+            key, channel = self.imitation[net.name]
+            stats = outputs[key]
+            result.prior[net.name] = stats["policy.prior"][moves, channel]
+            result.logprior[net.name] = np.maximum(
+                stats["policy.logprior"][moves, channel], LOG_PRIOR_FLOOR
+            ).astype(np.float32)
+            result.top1[net.name] = stats["policy.top1"][moves, channel]
         for net in self.config.strength_nets:
             sscore = outputs[self.strength_job[net.name]]["sscore"]
             result.sscore[net.name] = sscore[moves].reshape(-1).astype(np.float32)
         value = self.jobs[self.value_key]
         meta = self.bank.nets[value.model].meta
-        ev = postprocess(outputs[value.key], pos.legal, black, meta)
-        result.white_lead = np.asarray(ev.white_lead, dtype=np.float64)
+        result.white_lead = white_lead(outputs[value.key], black, meta)
 
         el = self.config.expected_loss
         if el.net is not None:
-            likely = likely_moves(
-                policies[el.net][moves], prior_share=el.prior_share, max_moves=el.max_moves
+            key, channel = self.imitation[el.net]
+            likely = select_likely(
+                outputs[key]["policy.likely_index"][moves, channel],
+                outputs[key]["policy.likely_prior"][moves, channel],
+                prior_share=el.prior_share,
             )
+            played = played_all[moves]
             need = likely.keep & (
                 likely.index != played[:, None]
             )  # (M, k) the played move: next row

@@ -99,6 +99,35 @@ def policy_probabilities(
     return np.exp(log_probs).astype(np.float32)
 
 
+def _outcome(
+    value_logits: np.ndarray, black: np.ndarray, no_result_possible: bool | np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The side to move's (win, loss, no-result) probabilities, (N,) float64 each."""
+    value = np.array(value_logits, dtype=np.float64)  # (N, 3) a copy
+    impossible = ~np.broadcast_to(np.asarray(no_result_possible, dtype=bool), black.shape)
+    value[:, 2] -= np.where(impossible, 100000.0, 0.0)
+    value -= value.max(axis=1, keepdims=True)
+    probs = np.exp(value)
+    probs[:, 2] = np.where(impossible, 0.0, probs[:, 2])
+    probs /= probs.sum(axis=1, keepdims=True)
+    return probs[:, 0], probs[:, 1], probs[:, 2]
+
+
+def white_lead(
+    raw: Mapping[str, np.ndarray],
+    black_to_move: np.ndarray,
+    model_meta: KataGoModelMeta,
+    *,
+    no_result_possible: bool | np.ndarray = True,
+) -> np.ndarray:
+    """(N,) float64 White's lead in points from the ``value`` and ``misc`` outputs alone:
+    :func:`postprocess`'s ``white_lead`` for extraction, which needs no policy or ownership."""
+    black = np.asarray(black_to_move, dtype=bool)
+    _, _, no_result = _outcome(raw["value"], black, no_result_possible)
+    lead = np.asarray(raw["misc"], dtype=np.float64)[:, 2] * model_meta.post_process.lead_multiplier
+    return lead * (1.0 - no_result) * np.where(black, -1.0, 1.0)
+
+
 def postprocess(
     raw: Mapping[str, np.ndarray],
     legal: np.ndarray,
@@ -116,16 +145,7 @@ def postprocess(
     black = np.asarray(black_to_move, dtype=bool)  # (N,)
     sign = np.where(black, -1.0, 1.0)  # mover -> White
     post = model_meta.post_process
-
-    value = np.asarray(raw["value"], dtype=np.float64)  # (N, 3)
-    impossible = ~np.broadcast_to(np.asarray(no_result_possible, dtype=bool), black.shape)
-    value = value.copy()
-    value[:, 2] -= np.where(impossible, 100000.0, 0.0)
-    value -= value.max(axis=1, keepdims=True)
-    probs = np.exp(value)
-    probs[:, 2] = np.where(impossible, 0.0, probs[:, 2])
-    probs /= probs.sum(axis=1, keepdims=True)
-    win, loss, no_result = probs[:, 0], probs[:, 1], probs[:, 2]
+    win, loss, no_result = _outcome(raw["value"], black, no_result_possible)
 
     misc = np.asarray(raw["misc"], dtype=np.float64)  # (N, 4) v8, (N, 6) v9+
     has_result = 1.0 - no_result

@@ -9,7 +9,10 @@ batch at a time, so the float planes of a whole chunk never exist at once.
 On a GPU each batch crosses PCIe once, as bits, and is unpacked there, whatever the number of
 nets: on an H100 the nine Maia nets run 159,562 positions/s, while one pageable copy of float
 planes moves 259,017 positions/s, so a float copy per net capped the bank below 29,000
-positions/s (12,114 measured; ``bench/bench_gpu_nets.py``).
+positions/s (12,114 measured; ``bench/bench_gpu_nets.py``). The way back is as narrow: a
+job's policies are reduced where the net ran (``NetJob.stats``, :mod:`pipeline.policy_stats`)
+to the few numbers per position that features need, and a strength net's one-hot played move
+travels as its index (:class:`OneHot`).
 """
 
 from __future__ import annotations
@@ -27,26 +30,42 @@ import torch
 from pipeline.evaluator import make_evaluator
 from pipeline.model_registry import load_net
 from pipeline.packed_planes import PackedPlanes
+from pipeline.policy_stats import PolicyStats, policy_stats
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Gather:
-    """Which entries of a batch's (B, K) output a job keeps: ``out[rows, cols]``, shape (L,).
+    """Entries of a (B, K) array: ``[rows, cols]``, shape (L,), in CSR order (rows sorted).
 
-    Chess keeps each position's legal-move logits (~30 of 1858): on a GPU they are picked
-    there, so the policies never cross PCIe or fill host memory whole.
+    Chess passes each position's legal moves this way (~30 of 1858 policy entries), so the
+    policy statistics (:mod:`pipeline.policy_stats`) see a position's legal list without a
+    (B, 1858) mask crossing PCIe.
     """
 
     rows: np.ndarray | torch.Tensor  # (L,) int64 row within the batch
-    cols: np.ndarray | torch.Tensor  # (L,) int64 output column
+    cols: np.ndarray | torch.Tensor  # (L,) int64 column
+
+
+@dataclass(frozen=True)
+class OneHot:
+    """A (B, size) one-hot input given by its (B,) indices: the played move of a strength net.
+
+    Only the indices travel; the bank expands them where the nets run (on a GPU, 8 bytes a
+    position instead of 1.4 kB (Go) or 7.4 kB (chess) of floats).
+    """
+
+    index: np.ndarray  # (B,) int64
+    size: int
 
 
 # Builds the named inputs of rows [start, stop) of a chunk's positions: planes as the packed
-# rows (PackedPlanes.rows), which the bank unpacks where its nets run; other inputs as arrays;
-# and the Gather entries that jobs name.
-InputSource = Callable[[int, int], dict[str, np.ndarray | PackedPlanes | Gather]]
+# rows (PackedPlanes.rows), which the bank unpacks where its nets run; one-hot rows as their
+# indices; other inputs as arrays (float arrays feed nets, bool and integer arrays feed the
+# policy statistics); and the Gather entries that statistics name.
+Input = np.ndarray | PackedPlanes | Gather | OneHot
+InputSource = Callable[[int, int], dict[str, Input]]
 
 
 def unpack_on_device(
@@ -80,8 +99,9 @@ class NetJob:
     outputs: tuple[str, ...]  # output names to keep, e.g. ("policy",)
     # net input name → source key when they differ (a HumanSL profile's "meta" rows)
     inputs_from: Mapping[str, str] = field(default_factory=dict)
-    # output name → source key of a Gather: that output comes back as (L,) picked entries
-    gather: Mapping[str, str] = field(default_factory=dict)
+    # policy output name → its statistics: that output comes back as "<name>.<stat>" arrays
+    # (pipeline.policy_stats) instead of whole
+    stats: Mapping[str, PolicyStats] = field(default_factory=dict)
 
 
 @dataclass
@@ -145,12 +165,10 @@ class NetBank:
     ) -> dict[str, dict[str, np.ndarray]]:
         """Run every job over rows [0, n) of ``source``, sharing each unpacked batch between them.
 
-        Returns ``{job.key: {output name: (n, …) array}}``; an output the job gathers is the
-        concatenation of every batch's picked entries instead.
+        Returns ``{job.key: {name: (n, …) array}}``: each plain output under its name, each
+        policy with statistics as ``"<output>.<stat>"`` arrays (``pipeline.policy_stats``).
         """
-        parts: dict[str, dict[str, list[np.ndarray]]] = {
-            job.key: {o: [] for o in job.outputs} for job in jobs
-        }
+        parts: dict[str, dict[str, list[np.ndarray]]] = {job.key: {} for job in jobs}
         for start in range(0, n, self.batch_size):
             stop = min(start + self.batch_size, n)
             inputs = self._place(source(start, stop))
@@ -166,44 +184,66 @@ class NetBank:
                 self.timer.per_net_s[job.key] = self.timer.per_net_s.get(job.key, 0.0) + dt
                 self.timer.calls += 1
                 self.timer.positions += stop - start
-                for o in job.outputs:
-                    parts[job.key][o].append(np.asarray(result[o]))
+                for name, array in result.items():
+                    parts[job.key].setdefault(name, []).append(array)
         return {key: {o: np.concatenate(v) for o, v in outs.items()} for key, outs in parts.items()}
 
     def _evaluate(self, evaluator, feed: dict, job: NetJob, inputs: dict) -> dict:
-        """The job's outputs for one batch as numpy, gathered where the net ran."""
+        """The job's outputs for one batch as numpy, policies reduced where the net ran."""
         if self.input_device is None:
-            full = evaluator(feed)
-            picked = {o: inputs[job.gather[o]] for o in job.outputs if o in job.gather}
-            return {
-                o: full[o][picked[o].rows, picked[o].cols] if o in picked else full[o]
-                for o in job.outputs
-            }
-        on_device = evaluator.run_on_device(feed)
+            outputs = {o: torch.from_numpy(v) for o, v in evaluator(feed).items()}
+        else:
+            outputs = evaluator.run_on_device(feed)
         result = {}
         for o in job.outputs:
-            out = on_device[o]
-            if o in job.gather:
-                picked = inputs[job.gather[o]]
-                out = out[picked.rows, picked.cols]
-            result[o] = out.float().cpu().numpy()
+            if o in job.stats:
+                stats = policy_stats(outputs[o], job.stats[o], inputs)
+                result.update({f"{o}.{name}": stats[name].cpu().numpy() for name in stats})
+            else:
+                result[o] = outputs[o].float().cpu().numpy()
         return result
 
-    def _place(self, inputs: Mapping[str, np.ndarray | PackedPlanes | Gather]) -> dict:
-        """Unpack packed planes and move every input to where the nets run, once per batch."""
+    def _place(self, inputs: Mapping[str, Input]) -> dict:
+        """Every input where the nets run, once per batch: planes unpacked, one-hot rows
+        expanded, float arrays in the nets' dtype, bool and integer arrays and Gathers as
+        tensors for the policy statistics."""
         device = self.input_device
-        if device is None:
-            return {k: v.unpack() if isinstance(v, PackedPlanes) else v for k, v in inputs.items()}
         placed = {}
         for key, value in inputs.items():
-            if isinstance(value, PackedPlanes):
-                placed[key] = unpack_on_device(value, device, self.input_dtype)
-            elif isinstance(value, Gather):
+            if isinstance(value, Gather):
                 placed[key] = Gather(
-                    torch.from_numpy(np.asarray(value.rows, np.int64)).to(device),
-                    torch.from_numpy(np.asarray(value.cols, np.int64)).to(device),
+                    _tensor(np.asarray(value.rows, np.int64), device),
+                    _tensor(np.asarray(value.cols, np.int64), device),
                 )
+            elif device is None:  # CPU evaluators take numpy float32
+                if isinstance(value, PackedPlanes):
+                    placed[key] = value.unpack()
+                elif isinstance(value, OneHot):
+                    placed[key] = one_hot(value.index, value.size)
+                elif np.asarray(value).dtype.kind == "f":
+                    placed[key] = value
+                else:
+                    placed[key] = torch.from_numpy(np.ascontiguousarray(value))
+            elif isinstance(value, PackedPlanes):
+                placed[key] = unpack_on_device(value, device, self.input_dtype)
+            elif isinstance(value, OneHot):
+                index = _tensor(np.asarray(value.index, np.int64), device)
+                placed[key] = torch.nn.functional.one_hot(index, value.size).to(self.input_dtype)
+            elif np.asarray(value).dtype.kind == "f":
+                placed[key] = _tensor(np.asarray(value, np.float32), device).to(self.input_dtype)
             else:
-                array = np.ascontiguousarray(value, np.float32)
-                placed[key] = torch.from_numpy(array).to(device, self.input_dtype)
+                placed[key] = _tensor(np.asarray(value), device)
         return placed
+
+
+def _tensor(array: np.ndarray, device: torch.device | None) -> torch.Tensor:
+    """``array`` as a tensor on ``device`` (None: the CPU, sharing memory)."""
+    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    return tensor if device is None else tensor.to(device)
+
+
+def one_hot(index: np.ndarray, size: int) -> np.ndarray:
+    """(B, size) float32 rows with a 1 at each ``index``: a strength net's played-move input."""
+    out = np.zeros((len(index), size), np.float32)
+    out[np.arange(len(index)), index] = 1.0
+    return out

@@ -14,9 +14,13 @@ from lc0_reference import lc0_reference
 
 from pipeline import settings
 from pipeline.check_chess import read_games
+from pipeline.chess_policy import legal_move_entries, policy_over_legal
 from pipeline.encode_chess import encode_games
 from pipeline.net_bank import Gather, NetBank, NetJob, unpack_on_device
 from pipeline.packed_planes import pack_planes
+from pipeline.policy_stats import PolicyStats, policy_stats
+
+STATS = ("prior", "logprior", "top1", "likely_index", "likely_prior")
 
 GAMES = ("chess", "lichess-2024-02-blitz", "testing", "1400-1600.pgn.zst")
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -75,27 +79,73 @@ def test_bank_gives_the_same_outputs_for_packed_and_float_inputs(chess_planes: n
     np.testing.assert_array_equal(from_packed, from_floats)
 
 
-def test_gathered_output_is_the_full_output_at_the_picked_entries(
-    chess_planes: np.ndarray,
-) -> None:
-    bank = NetBank(["maia-1300"], backend="torch", precision="fp32", batch_size=16, threads=1)
-    n = len(chess_planes)
-    rng = np.random.default_rng(0)
-    counts = rng.integers(1, 5, size=n)  # (n,) entries picked per row
-    cols = rng.integers(0, 1858, size=int(counts.sum()))  # (L,)
-    offsets = np.concatenate([[0], np.cumsum(counts)])
+def _chess_positions():
+    games = read_games(settings.data_dir().joinpath(*GAMES), max_games=4)
+    return encode_games(games.column("moves").to_pylist())
+
+
+def _stats_source(pos, packed):
+    played = pos.played_policy_index.astype(np.int64)
 
     def source(a: int, b: int) -> dict:
-        rows = np.repeat(np.arange(b - a), counts[a:b])
-        return {"planes": chess_planes[a:b], "pick": Gather(rows, cols[offsets[a] : offsets[b]])}
+        return {
+            "planes": packed.rows(a, b),
+            "legal": Gather(*legal_move_entries(pos, a, min(b, len(pos)))),
+            "played_index": played[a:b],
+        }
 
+    return source
+
+
+def test_policy_stats_equal_the_softmax_over_legal_moves_of_the_whole_policy() -> None:
+    """The bank's reduced policy (pipeline.policy_stats) against the numpy path over the copied
+    whole policy (chess_policy.policy_over_legal) on real Lichess positions; the value head
+    passes through untouched."""
+    pos = _chess_positions()
+    packed = pack_planes(pos.planes)
+    bank = NetBank(["maia-1300"], backend="torch", precision="fp32", batch_size=16, threads=1)
     plain = NetJob("full", "maia-1300", ("policy", "wdl"))
-    picked = NetJob("picked", "maia-1300", ("policy", "wdl"), gather={"policy": "pick"})
-    out = bank.run([plain, picked], source, n)
-    all_rows = np.repeat(np.arange(n), counts)
-    assert out["picked"]["policy"].shape == (len(cols),)
-    np.testing.assert_array_equal(out["picked"]["policy"], out["full"]["policy"][all_rows, cols])
-    np.testing.assert_array_equal(out["picked"]["wdl"], out["full"]["wdl"])
+    stats = PolicyStats("legal", "played_index", top_k=4)
+    reduced = NetJob("stats", "maia-1300", ("policy", "wdl"), stats={"policy": stats})
+    out = bank.run([plain, reduced], _stats_source(pos, packed), len(pos))
+    ref = policy_over_legal(out["full"]["policy"], pos)
+    got = out["stats"]
+    assert sorted(got) == [*sorted(f"policy.{s}" for s in STATS), "wdl"]
+    np.testing.assert_allclose(got["policy.prior"][:, 0], ref.played_prob, rtol=1e-6)
+    np.testing.assert_allclose(got["policy.logprior"][:, 0], ref.played_logprob, atol=1e-9)
+    np.testing.assert_array_equal(got["policy.top1"][:, 0], ref.top1_is_played)
+    np.testing.assert_array_equal(got["wdl"], out["full"]["wdl"])
+    # likely moves: places in each legal list, by prior (stable), zero prior past the list
+    counts = np.diff(pos.legal_offsets)
+    for i in (0, 7, len(pos) - 1):
+        probs = ref.probs[pos.legal_offsets[i] : pos.legal_offsets[i + 1]]
+        order = np.argsort(-probs, kind="stable")[:4]
+        k = min(4, counts[i])
+        np.testing.assert_array_equal(got["policy.likely_index"][i, 0, :k], order)
+        np.testing.assert_allclose(got["policy.likely_prior"][i, 0, :k], probs[order], rtol=1e-6)
+        assert (got["policy.likely_prior"][i, 0, k:] == 0).all()
+
+
+def test_policy_stats_of_channels_with_a_legal_mask_by_hand() -> None:
+    """(B, C, P) logits, a bool mask: channels picked in the order asked; ties to the lowest
+    index; an illegal move's logit never counts."""
+    logits = torch.tensor(
+        [[[1.0, 1.0, 0.0, 9.0], [0.0, 2.0, 0.0, 0.0]], [[0.0, 0.0, 0.0, 0.0], [3.0, 0.0, 0.0, 0.0]]]
+    )  # (B=2, C=2, P=4)
+    legal = torch.tensor([[True, True, True, False], [True, True, False, False]])
+    inputs = {"legal": legal, "played": torch.tensor([1, 0])}
+    got = policy_stats(logits, PolicyStats("legal", "played", (1, 0), top_k=3), inputs)
+    e = np.e
+    z0 = 2 * e + 1  # row 0, channel 0: logits 1, 1, 0 (9 is illegal)
+    z1 = e**2 + 2  # row 0, channel 1: logits 0, 2, 0
+    np.testing.assert_allclose(got["prior"][0], [e**2 / z1, e / z0], rtol=1e-6)
+    np.testing.assert_allclose(got["prior"][1], [e**3 / (e**3 + 1), 0.5], rtol=1e-6)
+    np.testing.assert_allclose(got["logprior"][1, 1], np.log(0.5), rtol=1e-12)
+    # row 0, channel 0: logits 1 and 1 tie → the top move is index 0, not the played 1
+    assert got["top1"].tolist() == [[True, False], [True, True]]
+    assert got["likely_index"][0, 1].tolist() == [0, 1, 2]  # tie of 0 and 1 → lower index first
+    assert got["likely_index"][0, 0].tolist() == [1, 0, 2]
+    assert got["likely_prior"][1, 0, 2].item() == 0.0  # only two legal moves in row 1
 
 
 @needs_cuda
@@ -129,16 +179,19 @@ def test_cuda_fp16_bank_agrees_with_cpu_on_real_games(chess_planes: np.ndarray) 
 
 
 @needs_cuda
-def test_cuda_gather_equals_host_gather(chess_planes: np.ndarray) -> None:
-    """Picking entries on the GPU gives exactly the entries of the copied-back output."""
-    bank = NetBank(["maia-1600"], backend="torch", precision="fp16", batch_size=32, device="cuda")
-    n = len(chess_planes)
-    rows, cols = np.arange(n), (np.arange(n) * 37) % 1858
-
-    def source(a: int, b: int) -> dict:
-        return {"planes": chess_planes[a:b], "pick": Gather(rows[a:b] - a, cols[a:b])}
-
-    plain = NetJob("full", "maia-1600", ("policy",))
-    picked = NetJob("picked", "maia-1600", ("policy",), gather={"policy": "pick"})
-    out = bank.run([plain, picked], source, n)
-    np.testing.assert_array_equal(out["picked"]["policy"], out["full"]["policy"][rows, cols])
+def test_cuda_policy_stats_equal_the_cpu_ones() -> None:
+    """The same FP32 reduction on the GPU as on the CPU, on real positions."""
+    pos = _chess_positions()
+    packed = pack_planes(pos.planes)
+    stats = PolicyStats("legal", "played_index", top_k=5)
+    job = NetJob("m", "maia-1600", ("policy",), stats={"policy": stats})
+    outs = {}
+    for device in ("cpu", "cuda"):
+        bank = NetBank(
+            ["maia-1600"], backend="torch", precision="fp32", batch_size=32, device=device
+        )
+        outs[device] = bank.run([job], _stats_source(pos, packed), len(pos))["m"]
+    np.testing.assert_allclose(outs["cuda"]["policy.prior"], outs["cpu"]["policy.prior"], atol=1e-5)
+    assert (outs["cuda"]["policy.top1"] == outs["cpu"]["policy.top1"]).mean() > 0.99
+    same = outs["cuda"]["policy.likely_index"][..., 0] == outs["cpu"]["policy.likely_index"][..., 0]
+    assert same.mean() > 0.99
