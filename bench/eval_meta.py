@@ -162,10 +162,11 @@ def count_per_group(table: pa.Table) -> str:
 
 def sscore_leak(aggregates: Path, game: str) -> str:
     """Spearman correlation of each strength net's mean s-score with the rank group, on the
-    meta-model's training instances and on the evaluation instances.
+    train, validation and evaluation instances.
 
-    Kibitz's strength nets train on train-split games, the meta-models too: a feature that is
-    much sharper on the training instances than on new players is in-sample for its net.
+    Kibitz's strength nets train on train-split games: a feature that is much sharper on the
+    train instances than on the others is in-sample for its net there, which is why
+    ``kibitz train meta --fit-split auto`` fits the meta-models on the validation split.
     """
     from scipy.stats import spearmanr  # a LightGBM dependency; only this check needs it
 
@@ -179,10 +180,10 @@ def sscore_leak(aggregates: Path, game: str) -> str:
             continue
         rho = [
             spearmanr(data.features[data.split == s, i], data.group[data.split == s])[0]
-            for s in (TRAIN, EVALUATION)
+            for s in (TRAIN, VALIDATION, EVALUATION)
         ]
-        lines.append(f"{column}: Spearman with the group {rho[0]:.3f} (training instances), "
-                     f"{rho[1]:.3f} (evaluation instances)")  # fmt: skip
+        lines.append(f"{column}: Spearman with the group, instances of the train split "
+                     f"{rho[0]:.3f}, validation {rho[1]:.3f}, evaluation {rho[2]:.3f}")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -222,6 +223,11 @@ def main() -> int:
         help="player-specific protocol: players per rank group taken outside the subset (0: off)",
     )  # fmt: skip
     parser.add_argument("--player-games", type=int, default=15, help="games per chosen player")
+    parser.add_argument(
+        "--fit-split",
+        default="auto",
+        help="kibitz train meta --fit-split (auto, train, validation)",
+    )
     args = parser.parse_args()
 
     subset_dir, player_dir = args.work / "games", args.work / "player-games"
@@ -244,6 +250,7 @@ def main() -> int:
         extract_options += ["--num-cpus", str(args.num_cpus)]
     aggregates = extract_and_aggregate(args.game, subset_dir, args.work, "", extract_options)
     train = ["kibitz", "train", "meta", args.game, "--aggregates", str(aggregates)]
+    train += ["--fit-split", args.fit_split]
     if args.players:
         if chosen is None:
             players = player_subset(args.games, args.game, subset, args.players, args.player_games)

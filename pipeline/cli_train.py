@@ -20,7 +20,7 @@ from pathlib import Path
 from pipeline import settings
 from pipeline.aggregate import AggregateConfig, AggregatesNotFoundError, FeaturesNotFoundError
 from pipeline.data_split import SplitConfig
-from pipeline.meta_model import DEFAULT_NS, FEATURE_SETS, MetaConfig, MetaDataError
+from pipeline.meta_model import DEFAULT_NS, FEATURE_SETS, FIT_SPLITS, MetaConfig, MetaDataError
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,7 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
         player_aggregates_dir=Path(args.player_aggregates) if args.player_aggregates else None,
         tracking_uri=args.tracking_uri,
         aggregate=AggregateConfig(alpha=args.alpha, gamma=args.gamma),
+        fit_split=args.fit_split,
     )
     try:
         manifest = run_train_meta(run, config)
@@ -131,6 +132,14 @@ def _add_meta_parser(trainers: argparse._SubParsersAction) -> None:
         type=_split,
         default=defaults.split,
         help="train,validation,evaluation fractions of games (default 0.8,0.1,0.1)",
+    )
+    parser.add_argument(
+        "--fit-split",
+        choices=["auto", *FIT_SPLITS],
+        default="auto",
+        help="split the meta-models are fitted on (the other of train/validation monitors);"
+        " auto: validation when a feature net was trained by Kibitz (on the train split),"
+        " else train",
     )
     parser.add_argument(
         "--train-draws",

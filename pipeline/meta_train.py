@@ -25,7 +25,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +101,46 @@ def net_hashes(features_dir: Path | None) -> dict[str, str]:
     return hashes
 
 
+def kibitz_trained_nets(features_dir: Path | None) -> list[str]:
+    """The nets of a features run that ``kibitz train`` made (formats ``kibitz-sscore`` and
+    ``kibitz-go-policy``, by registry entry or ``.kibitz.pt`` file): Kibitz trains them on the
+    train split of its one game split (``pipeline.data_split``)."""
+    if features_dir is None:
+        return []
+    from pipeline.model_registry import ModelNotFoundError, find_entry
+
+    config = features_run_config(features_dir).get("config", {})
+    found = []
+    for net in config.get("imitation_nets", []) + config.get("strength_nets", []):
+        model = str(net["model"])
+        try:
+            fmt = "kibitz" if model.endswith(".kibitz.pt") else find_entry(model).format
+        except (ModelNotFoundError, KeyError, ValueError):
+            continue
+        if fmt.startswith("kibitz") and model not in found:
+            found.append(model)
+    return found
+
+
+def resolve_fit_split(choice: str, features_dir: Path | None) -> str:
+    """``"train"`` or ``"validation"``: the split the meta-models are fitted on.
+
+    ``"auto"`` picks the validation split when a feature net was trained by Kibitz: that net
+    has seen the train split's games, scores them better than new ones, and a meta-model
+    fitted on them learns to trust its feature more than it should on a new player.
+    """
+    if choice != "auto":
+        return choice
+    trained = kibitz_trained_nets(features_dir)
+    if trained:
+        log.info(
+            "fitting on the validation split: %s trained on the train split's games",
+            ", ".join(trained),
+        )
+        return "validation"
+    return "train"
+
+
 def _write_table(table: pa.Table, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path.with_suffix(".parquet"))
@@ -125,6 +165,9 @@ class TrainMetaRun:
     player_aggregates_dir: Path | None = None  # player-specific protocol on other instances
     tracking_uri: str | None = None  # default: the embedded store in out_dir
     aggregate: AggregateConfig = field(default_factory=AggregateConfig)
+    # "auto": fit on the validation split when a feature net was trained by Kibitz (see
+    # resolve_fit_split), else on the train split; or "train" / "validation" as given
+    fit_split: str = "auto"
 
 
 def prepare_aggregates(run: TrainMetaRun) -> Path:
@@ -224,6 +267,10 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
         game=run.game,
         split=config.split,
     )
+    config = replace(
+        config,
+        fit_split=resolve_fit_split(run.fit_split, features_dir if features_dir.is_dir() else None),
+    )
     player_data = _player_data(run, data, config)
     tracking_uri = run.tracking_uri or default_tracking_uri(run.out_dir)
     hashes = net_hashes(features_dir if features_dir.is_dir() else None)
@@ -235,6 +282,7 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
         "game": run.game,
         "split_hash": config.split.split_hash(),
         "seed": config.seed,
+        "fit_split": config.fit_split,
         "alpha": agg_summary["parameters"]["alpha"],
         "gamma": agg_summary["parameters"]["gamma"],
         "features_config_hash": agg_summary.get("features_config_hash"),
@@ -315,10 +363,11 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
                 if fs in results[0].models
             },
             "chen_group_means": {
-                net: means.tolist() for net, means in chen_group_means(data).items()
+                net: means.tolist() for net, means in chen_group_means(data, config).items()
             },
             "split": asdict(config.split),
             "split_hash": config.split.split_hash(),
+            "fit_split": config.fit_split,
             "seed": config.seed,
             "aggregate": agg_summary["parameters"],
             "features_config_hash": agg_summary.get("features_config_hash"),

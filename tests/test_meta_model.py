@@ -14,17 +14,19 @@ from synthetic_features import synthetic_features, write_features
 
 from pipeline.aggregate import run_aggregate
 from pipeline.cli import main
-from pipeline.data_split import EVALUATION, TRAIN
+from pipeline.data_split import EVALUATION, TRAIN, VALIDATION
 from pipeline.meta_model import (
     InstanceData,
     MetaConfig,
+    MetaDataError,
+    build_samples,
     chen_group_means,
     chen_predict,
     feature_set_columns,
     round_to_group,
     train_and_evaluate,
 )
-from pipeline.meta_train import load_meta_models, net_hashes
+from pipeline.meta_train import load_meta_models, net_hashes, resolve_fit_split
 
 COLUMNS = [
     "prior_maia_1100_geomean_all",
@@ -110,11 +112,36 @@ def test_chen_baseline_by_hand():
     features = np.zeros((6, len(COLUMNS)))
     features[:, 4] = [0, 2, 3, 5, 10, 100]
     split = np.array([TRAIN] * 5 + [EVALUATION], dtype=np.int8)
-    means = chen_group_means(make_data(labels, features, 3, split))
+    means = chen_group_means(make_data(labels, features, 3, split), MetaConfig())
     np.testing.assert_allclose(means["net"], [1.0, 4.0, 10.0])
+    # fitted on the validation split, only its instances count: group 0's 2 and group 2's 10
+    split = np.array([TRAIN, VALIDATION, TRAIN, TRAIN, VALIDATION, EVALUATION], dtype=np.int8)
+    data = make_data(labels, features, 3, split)
+    fitted = chen_group_means(data, MetaConfig(fit_split="validation"))
+    np.testing.assert_allclose(fitted["net"], [2.0, np.nan, 10.0])
     # midpoints 2.5 and 7: 2.4 → 0, 2.6 → 1, 6.9 → 1, 7.1 → 2, −50 → 0; a tie goes to the weaker
     got = chen_predict(np.array([2.4, 2.6, 6.9, 7.1, -50.0, 2.5]), means["net"])
     assert got.tolist() == [0, 1, 1, 2, 0, 0]
+
+
+def test_fit_split_validation_fits_on_validation_games_and_monitors_with_train_games():
+    """Samples are means of instances of one split: with distinct feature values per split,
+    each sample's mean tells which split it came from."""
+    labels = np.repeat([0, 1], 6)
+    split = np.tile(np.array([TRAIN, TRAIN, VALIDATION, VALIDATION, EVALUATION, EVALUATION]), 2)
+    features = np.zeros((12, len(COLUMNS)))
+    features[:, 0] = np.select([split == TRAIN, split == VALIDATION], [1.0, 2.0], 3.0)
+    data = make_data(labels, features, 2, split)
+    for fit, fitted, monitored in (("train", 1.0, 2.0), ("validation", 2.0, 1.0)):
+        config = MetaConfig(fit_split=fit, train_draws_per_group=4, validation_draws_per_group=3)
+        samples = build_samples(data, 2, config)
+        assert set(samples["train"].features[:, 0]) == {fitted}
+        assert set(samples["validation"].features[:, 0]) == {monitored}
+        assert set(samples["evaluation"].features[:, 0]) == {3.0}
+    with pytest.raises(MetaDataError, match="fit_split"):
+        build_samples(data, 2, MetaConfig(fit_split="evaluation"))
+    with pytest.raises(MetaDataError, match=r"fit split \(validation; --fit-split"):
+        build_samples(data, 3, MetaConfig(fit_split="validation"))  # 2 instances per group
 
 
 def test_feature_sets_pick_families():
@@ -161,6 +188,8 @@ def test_train_meta_tracks_parent_and_children(trained: Path):
         and r.data.params["sampling"] == "rank_group"
     )  # fmt: skip
     assert child.data.params["split_hash"] == manifest["split_hash"]
+    # the synthetic features name no net Kibitz trained: fitted on the train split
+    assert manifest["fit_split"] == child.data.params["fit_split"] == "train"
     assert 0.0 <= child.data.metrics["accuracy"] <= child.data.metrics["accuracy_pm1"] <= 1.0
     artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
     assert {"model", "plots"} <= artifacts
@@ -184,6 +213,20 @@ def test_saved_models_predict_like_training(trained: Path):
     assert set(table["method"].to_pylist()) == {"full", "no_loss", "chen_sscore_sscore_test"}
     text = (trained / "tables" / "table2_rank_group.md").read_text()
     assert text.splitlines()[1] == "| method | n=1 | n=5 |"
+
+
+def test_auto_fit_split_avoids_games_a_kibitz_net_trained_on(tmp_path):
+    """Kibitz's s-score net trained on the train split: `--fit-split auto` fits on validation."""
+    maia = {"name": "maia-1100", "model": "maia-1100"}
+    sscore = {"name": "sscore", "model": "kibitz-sscore-chess"}
+    path = {"name": "mine", "model": str(tmp_path / "net" / "model.kibitz.pt")}
+    cases = (([maia], [sscore], "validation"), ([maia], [], "train"), ([], [path], "validation"))
+    for imitation, strength, expected in cases:
+        config = {"imitation_nets": imitation, "strength_nets": strength}
+        (tmp_path / "_config.yaml").write_text(json.dumps({"config": config}))
+        assert resolve_fit_split("auto", tmp_path) == expected
+        assert resolve_fit_split("train", tmp_path) == "train"
+    assert resolve_fit_split("auto", None) == "train"
 
 
 def test_meta_runs_log_the_weights_the_features_came_from(tmp_path):
