@@ -166,7 +166,7 @@ def sscore_leak(aggregates: Path, game: str) -> str:
 
     Kibitz's strength nets train on train-split games: a feature that is much sharper on the
     train instances than on the others is in-sample for its net there, which is why
-    ``kibitz train meta --fit-split auto`` fits the meta-models on the validation split.
+    ``kibitz train meta --fit-split validation`` fits the meta-models on the validation split.
     """
     from scipy.stats import spearmanr  # a LightGBM dependency; only this check needs it
 
@@ -225,8 +225,9 @@ def main() -> int:
     parser.add_argument("--player-games", type=int, default=15, help="games per chosen player")
     parser.add_argument(
         "--fit-split",
-        default="auto",
-        help="kibitz train meta --fit-split (auto, train, validation)",
+        choices=("train", "validation"),
+        default="train",
+        help="kibitz train meta --fit-split",
     )
     args = parser.parse_args()
 

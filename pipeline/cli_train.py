@@ -66,6 +66,7 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
         eval_draws_per_group=args.eval_draws,
         player_repeats=args.player_repeats,
         seed=args.seed,
+        fit_split=args.fit_split,
     )
     run = TrainMetaRun(
         game=args.game,
@@ -75,7 +76,6 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
         player_aggregates_dir=Path(args.player_aggregates) if args.player_aggregates else None,
         tracking_uri=args.tracking_uri,
         aggregate=AggregateConfig(alpha=args.alpha, gamma=args.gamma),
-        fit_split=args.fit_split,
     )
     try:
         manifest = run_train_meta(run, config)
@@ -135,11 +135,11 @@ def _add_meta_parser(trainers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--fit-split",
-        choices=["auto", *FIT_SPLITS],
-        default="auto",
-        help="split the meta-models are fitted on (the other of train/validation monitors);"
-        " auto: validation when a feature net was trained by Kibitz (on the train split),"
-        " else train",
+        choices=FIT_SPLITS,
+        default=defaults.fit_split,
+        help="split the meta-models are fitted on; the other of train/validation monitors"
+        " (validation: free of the train games Kibitz's s-score / Go policy nets saw, with a"
+        " ninth of the games)",
     )
     parser.add_argument(
         "--train-draws",

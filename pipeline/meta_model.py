@@ -96,9 +96,9 @@ class MetaConfig:
     player_repeats: int = 5  # the paper's player-specific protocol
     seed: int = 0
     # The split whose instances the meta-models (and the Chen baseline's group means) are
-    # fitted on; the other of train / validation monitors the fit. "validation" when a feature
-    # comes from a net trained on the train split (Kibitz's s-score and Go policy nets), which
-    # scores its own training games better than new ones: `kibitz train meta --fit-split auto`.
+    # fitted on; the other of train / validation monitors the fit. "validation" keeps the
+    # features of nets trained on the train split (Kibitz's s-score and Go policy nets) out of
+    # sample, with a ninth of the games (docs/meta.md measures both).
     fit_split: str = "train"
     # LightGBM defaults (100 trees, 31 leaves, lr 0.1) plus what makes a run repeatable.
     lgbm_params: dict = field(

@@ -26,7 +26,12 @@ from pipeline.meta_model import (
     round_to_group,
     train_and_evaluate,
 )
-from pipeline.meta_train import load_meta_models, net_hashes, resolve_fit_split
+from pipeline.meta_train import (
+    kibitz_trained_nets,
+    load_meta_models,
+    net_hashes,
+    warn_in_sample,
+)
 
 COLUMNS = [
     "prior_maia_1100_geomean_all",
@@ -215,18 +220,25 @@ def test_saved_models_predict_like_training(trained: Path):
     assert text.splitlines()[1] == "| method | n=1 | n=5 |"
 
 
-def test_auto_fit_split_avoids_games_a_kibitz_net_trained_on(tmp_path):
-    """Kibitz's s-score net trained on the train split: `--fit-split auto` fits on validation."""
+def test_nets_kibitz_trained_are_found_and_named_in_a_warning(tmp_path, caplog):
+    """Kibitz's s-score net trained on the train split: a fit there is warned about."""
     maia = {"name": "maia-1100", "model": "maia-1100"}
     sscore = {"name": "sscore", "model": "kibitz-sscore-chess"}
     path = {"name": "mine", "model": str(tmp_path / "net" / "model.kibitz.pt")}
-    cases = (([maia], [sscore], "validation"), ([maia], [], "train"), ([], [path], "validation"))
+    cases = (
+        ([maia], [sscore], ["kibitz-sscore-chess"]),
+        ([maia], [], []),
+        ([], [path], [path["model"]]),
+    )
     for imitation, strength, expected in cases:
         config = {"imitation_nets": imitation, "strength_nets": strength}
         (tmp_path / "_config.yaml").write_text(json.dumps({"config": config}))
-        assert resolve_fit_split("auto", tmp_path) == expected
-        assert resolve_fit_split("train", tmp_path) == "train"
-    assert resolve_fit_split("auto", None) == "train"
+        assert kibitz_trained_nets(tmp_path) == expected
+    assert kibitz_trained_nets(None) == []
+    warn_in_sample(MetaConfig(fit_split="validation"), ["kibitz-sscore-chess"])
+    assert not caplog.records
+    warn_in_sample(MetaConfig(), ["kibitz-sscore-chess"])
+    assert "kibitz-sscore-chess trained on the train split" in caplog.records[0].getMessage()
 
 
 def test_meta_runs_log_the_weights_the_features_came_from(tmp_path):
