@@ -138,8 +138,8 @@ def _add_meta_parser(trainers: argparse._SubParsersAction) -> None:
         choices=FIT_SPLITS,
         default=defaults.fit_split,
         help="split the meta-models are fitted on; the other of train/validation monitors"
-        " (validation: free of the train games Kibitz's s-score / Go policy nets saw, with a"
-        " ninth of the games)",
+        " (validation: free of the train games Kibitz's s-score / Go policy nets saw, with an"
+        " eighth of the games)",
     )
     parser.add_argument(
         "--train-draws",

@@ -6,10 +6,10 @@ Protocol (one call of :func:`train_and_evaluate` per sample size n):
    :mod:`pipeline.data_split` (default 80 / 10 / 10): training samples come from the train games,
    validation samples from the validation games (so no game feeds both, which a random 80:20
    split of averaged samples would allow), evaluation samples from the evaluation games.
-   With ``MetaConfig.fit_split = "validation"`` the first two swap: a strength net trained on
-   the train games scores them better than new games (on the chess subset of docs/meta.md the
-   Spearman correlation of mean s-score with rank group is 0.716 on train-split instances
-   against 0.593 on evaluation ones), so a meta-model fitted there over-trusts the s-score;
+   With ``MetaConfig.fit_split = "validation"`` the first two swap, for features of a net
+   trained on the train games, which scores them better than new games (on the chess subset of
+   docs/meta.md the Spearman correlation of mean s-score with rank group is 0.716 on
+   train-split instances against 0.593 on evaluation ones);
 2. a sample is the mean features of n instances (:mod:`pipeline.meta_samples`); the target is
    the rank group index, 0 = weakest (``rank_groups.group_index``);
 3. one LightGBM regressor per (feature set, n) with LightGBM's default parameters and a fixed
@@ -98,7 +98,7 @@ class MetaConfig:
     # The split whose instances the meta-models (and the Chen baseline's group means) are
     # fitted on; the other of train / validation monitors the fit. "validation" keeps the
     # features of nets trained on the train split (Kibitz's s-score and Go policy nets) out of
-    # sample, with a ninth of the games (docs/meta.md measures both).
+    # sample, with an eighth of the games (docs/meta.md measures both).
     fit_split: str = "train"
     # LightGBM defaults (100 trees, 31 leaves, lr 0.1) plus what makes a run repeatable.
     lgbm_params: dict = field(

@@ -127,9 +127,10 @@ def warn_in_sample(config: MetaConfig, trained: list[str]) -> None:
 
     A net trained on the train split scores those games better than new ones (the s-score's
     Spearman correlation with the band: 0.716 on train-split instances, 0.626 on validation
-    ones and 0.593 on evaluation ones in docs/meta.md), and a meta-model fitted there trusts
-    its feature more than it should on a new player. Fitting on the validation split avoids it
-    but has a ninth of the games, so the choice is the user's (``--fit-split``).
+    ones and 0.593 on evaluation ones in docs/meta.md), so its features are in-sample for a
+    meta-model fitted there. Fitting on the validation split avoids it but has an eighth of
+    the games, and on the chess run of docs/meta.md fitted worse models; so the choice is the
+    user's (``--fit-split``).
     """
     if trained and config.fit_split == "train":
         log.warning(
@@ -262,11 +263,12 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
         game=run.game,
         split=config.split,
     )
-    trained = kibitz_trained_nets(features_dir if features_dir.is_dir() else None)
+    features_found = features_dir if features_dir.is_dir() else None
+    trained = kibitz_trained_nets(features_found)
     warn_in_sample(config, trained)
     player_data = _player_data(run, data, config)
     tracking_uri = run.tracking_uri or default_tracking_uri(run.out_dir)
-    hashes = net_hashes(features_dir if features_dir.is_dir() else None)
+    hashes = net_hashes(features_found)
     counts = {
         name: int(np.sum(data.split == code))
         for name, code in (("train", TRAIN), ("validation", VALIDATION), ("evaluation", EVALUATION))

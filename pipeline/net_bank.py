@@ -215,23 +215,24 @@ class NetBank:
                     _tensor(np.asarray(value.rows, np.int64), device),
                     _tensor(np.asarray(value.cols, np.int64), device),
                 )
-            elif device is None:  # CPU evaluators take numpy float32
-                if isinstance(value, PackedPlanes):
-                    placed[key] = value.unpack()
-                elif isinstance(value, OneHot):
-                    placed[key] = one_hot(value.index, value.size)
-                elif np.asarray(value).dtype.kind == "f":
-                    placed[key] = value
-                else:
-                    placed[key] = torch.from_numpy(np.ascontiguousarray(value))
-            elif isinstance(value, PackedPlanes):
-                placed[key] = unpack_on_device(value, device, self.input_dtype)
             elif isinstance(value, OneHot):
                 index = _tensor(np.asarray(value.index, np.int64), device)
-                placed[key] = torch.nn.functional.one_hot(index, value.size).to(self.input_dtype)
-            elif np.asarray(value).dtype.kind == "f":
-                placed[key] = _tensor(np.asarray(value, np.float32), device).to(self.input_dtype)
-            else:
+                hot = torch.nn.functional.one_hot(index, value.size)  # (B, size) int64
+                # CPU evaluators take numpy float32
+                placed[key] = hot.float().numpy() if device is None else hot.to(self.input_dtype)
+            elif isinstance(value, PackedPlanes):
+                placed[key] = (
+                    value.unpack()
+                    if device is None
+                    else unpack_on_device(value, device, self.input_dtype)
+                )
+            elif np.asarray(value).dtype.kind == "f":  # a net input
+                placed[key] = (
+                    value
+                    if device is None
+                    else _tensor(np.asarray(value, np.float32), device).to(self.input_dtype)
+                )
+            else:  # bool / integer: read by the policy statistics
                 placed[key] = _tensor(np.asarray(value), device)
         return placed
 
@@ -240,10 +241,3 @@ def _tensor(array: np.ndarray, device: torch.device | None) -> torch.Tensor:
     """``array`` as a tensor on ``device`` (None: the CPU, sharing memory)."""
     tensor = torch.from_numpy(np.ascontiguousarray(array))
     return tensor if device is None else tensor.to(device)
-
-
-def one_hot(index: np.ndarray, size: int) -> np.ndarray:
-    """(B, size) float32 rows with a 1 at each ``index``: a strength net's played-move input."""
-    out = np.zeros((len(index), size), np.float32)
-    out[np.arange(len(index)), index] = 1.0
-    return out
