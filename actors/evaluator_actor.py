@@ -16,7 +16,9 @@ from typing import Any
 
 import ray
 
+from pipeline.child_positions import ChildPositions, ChildValues
 from pipeline.extract_config import config_from_dict
+from pipeline.extract_steps import net_step
 
 # Reliability tests: a file path; the first evaluate() that finds the file deletes it and
 # SIGKILLs its own process mid-batch, so a test kills the net actor at an exact point, once.
@@ -34,26 +36,24 @@ def _die_once_if_asked() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-@ray.remote(max_restarts=-1, max_task_retries=0)
+# Out of order: a chunk's second call (its positions after moves) waits for a CPU task, and
+# the next chunk's first call must not wait behind it (the nets would idle while Python encodes).
+@ray.remote(max_restarts=-1, max_task_retries=0, allow_out_of_order_execution=True)
 class EvaluatorActor:
     """Loads every net once, then evaluates chunk after chunk."""
 
     def __init__(self, config: dict[str, Any]) -> None:
-        cfg = config_from_dict(config)
         device = "cuda" if ray.get_gpu_ids() else "cpu"
-        if cfg.game == "chess":
-            from pipeline.extract_chess import ChessNetStep
-
-            self.step = ChessNetStep(cfg, device=device)
-        else:
-            from pipeline.extract_go import GoNetStep
-
-            self.step = GoNetStep(cfg, device=device)
+        self.step = net_step(config_from_dict(config), device=device)
 
     def evaluate(self, work: Any) -> Any:
         """A chunk's encoded positions → the per-net result (ChessNetResult / GoNetResult)."""
         _die_once_if_asked()
         return self.step(work)
+
+    def evaluate_children(self, kids: ChildPositions) -> ChildValues:
+        """A chunk's positions after moves (encoded by a CPU task) → the value net's values."""
+        return self.step.evaluate_children(kids)
 
     def pid(self) -> int:
         return os.getpid()

@@ -3,6 +3,8 @@
 Per part of a games file (a chunk, or one game on the retry path) the runner chains::
 
     encode_task (CPU) ──> EvaluatorActor.evaluate (all nets) ──> StockfishPool (chess) ──> assemble_task
+                            └─> children_task (CPU) ──> EvaluatorActor.evaluate_children ─┘
+                                (chess value net, Go expected loss: positions after moves)
 
 as ObjectRefs, so Ray starts each stage when its inputs exist and several chunks are at
 different stages at once: the nets of chunk i run while chunk i+1 is encoded and chunk i−1 is
@@ -29,9 +31,9 @@ from typing import Any
 import ray
 
 from actors.evaluator_actor import start_evaluators
-from actors.extract_tasks import assemble_task, encode_task
+from actors.extract_tasks import assemble_task, children_task, encode_task
 from pipeline.extract_config import ExtractConfig
-from pipeline.extract_steps import Part, game_ranges_for
+from pipeline.extract_steps import Part, game_ranges_for, needs_children
 from pipeline.stockfish_eval import StockfishSettings
 
 log = logging.getLogger(__name__)
@@ -143,11 +145,16 @@ class ExtractRunner:
         work = encode_task.remote(self.config_dict, self.games_root, part)
         evaluator = self.evaluators[next(self._next_evaluator)]
         nets = evaluator.evaluate.remote(work)
+        kids = None
+        if needs_children(self.config):  # the same actor: its nets are warm for this chunk
+            kids = evaluator.evaluate_children.remote(
+                children_task.remote(self.config_dict, work, nets)
+            )
         values = []
         if self.pool is not None:
             ranges = game_ranges_for(part.stop - part.start, 2 * len(self.pool))
             values = self.pool.submit(work, nets, ranges)
-        return assemble_task.remote(self.config_dict, part, work, nets, *values)
+        return assemble_task.remote(self.config_dict, part, work, nets, kids, *values)
 
     def wait_ready(self, timeout_s: float = 600.0) -> None:
         """Block until every net actor and engine answers, e.g. after Ray restarted a killed one.

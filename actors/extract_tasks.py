@@ -1,4 +1,5 @@
-"""CPU tasks of ``kibitz extract``: read + encode a chunk of games, assemble its features.
+"""CPU tasks of ``kibitz extract``: read + encode a chunk of games, encode the positions after
+moves that its second net pass values, assemble its features.
 
 ``num_cpus=0``: the driver bounds how many chunks are in flight (``max_in_flight``), which
 bounds these tasks too; asking Ray for a CPU here would deadlock small clusters whose CPUs are
@@ -11,8 +12,16 @@ from typing import Any
 
 import ray
 
+from pipeline.child_positions import ChildPositions, ChildValues
 from pipeline.extract_config import config_from_dict
-from pipeline.extract_steps import Part, PartResult, assemble, encode, read_games_rows
+from pipeline.extract_steps import (
+    Part,
+    PartResult,
+    assemble,
+    encode,
+    encode_children,
+    read_games_rows,
+)
 
 
 @ray.remote(num_cpus=0, max_retries=0)
@@ -23,8 +32,19 @@ def encode_task(config: dict[str, Any], games_root: str, part: Part) -> Any:
 
 
 @ray.remote(num_cpus=0, max_retries=0)
+def children_task(config: dict[str, Any], work: Any, nets: Any) -> ChildPositions:
+    """The positions after moves of one chunk (``pipeline/child_positions.py``)."""
+    return encode_children(config_from_dict(config), work, nets)
+
+
+@ray.remote(num_cpus=0, max_retries=0)
 def assemble_task(
-    config: dict[str, Any], part: Part, work: Any, nets: Any, *values: Any
+    config: dict[str, Any],
+    part: Part,
+    work: Any,
+    nets: Any,
+    kids: ChildValues | None,
+    *values: Any,
 ) -> PartResult:
     """The features table and the quarantined games of one part, with stage timings."""
-    return assemble(config_from_dict(config), part, work, nets, list(values))
+    return assemble(config_from_dict(config), part, work, nets, list(values), kids)

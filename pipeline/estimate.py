@@ -128,14 +128,15 @@ def extraction_config(
 
 def extract_in_process(config: ExtractConfig, games: pa.Table) -> tuple[pa.Table, int]:
     """Features of ``games`` with extraction's step classes; (features, games dropped)."""
-    from pipeline.extract_steps import Part, assemble, encode
+    from pipeline.extract_steps import Part, assemble, encode, net_step, run_nets
 
     work = encode(config, games)
-    if config.game == "chess":
-        from pipeline.extract_chess import ChessNetStep, ChessValueStep
+    nets, kids = run_nets(config, net_step(config), work)
+    values = []
+    if config.game == "chess" and config.value.evaluator == "stockfish":
+        from pipeline.extract_chess import ChessValueStep
         from pipeline.stockfish_eval import StockfishSettings
 
-        nets = ChessNetStep(config)(work)
         engine = ChessValueStep(
             StockfishSettings(nodes=config.value.nodes, hash_mb=config.value.hash_mb)
         )
@@ -143,11 +144,7 @@ def extract_in_process(config: ExtractConfig, games: pa.Table) -> tuple[pa.Table
             values = [engine(work, nets, 0, work.games.num_rows)]
         finally:
             engine.close()
-    else:
-        from pipeline.extract_go import GoNetStep
-
-        nets, values = GoNetStep(config)(work), []
-    result = assemble(config, Part("estimate", 0, games.num_rows), work, nets, values)
+    result = assemble(config, Part("estimate", 0, games.num_rows), work, nets, values, kids)
     return result.features, result.quarantine.num_rows
 
 

@@ -11,7 +11,11 @@ directly. A chunk of games flows through four steps::
     ChessValueStep(settings)(work, nets, lo, hi)     Stockfish actor, games [lo, hi): win rate
                                                      of every position, the final one and the
                                                      likely moves' resulting positions
-    assemble_chess(config, work, nets, values)       CPU task     the features table
+      or, with ``value.evaluator: net``:
+    encode_chess_children(work, nets)   CPU task     each game's final position, the likely
+                                                     moves' positions (ChildPositions)
+    ChessNetStep.evaluate_children(kids)  net actor  their win rates (ChildValues)
+    assemble_chess(config, work, nets, values, kids)  CPU task    the features table
 
 Values are from the mover's view: ``v_before[i]`` is the value of the position before ply i for
 the side to move; ``v_after[i] = −v(position i+1)`` (the opponent moves there), so
@@ -25,9 +29,10 @@ w clipped to [1e-4, 1 − 1e-4] (``stockfish_eval.win_rate_to_v``), so the colum
   loader): ``w = W + D/2`` of the softmax of its WDL head (the expected score, the same
   quantity Stockfish's WDL gives; a scalar-value net's ``Q`` gives ``w = (1 + Q) / 2``). The
   positions are evaluated in the imitation nets' batches (one pass when the value net is also
-  an imitation net); the position after each game's last move and the likely moves' positions
-  are encoded in the actor (``encode_chess.encode_after``) and evaluated in a second pass, in
-  batches of ``batch_size``.
+  an imitation net). The position after each game's last move and the likely moves' positions
+  are encoded by :func:`encode_chess_children` in a CPU task (``encode_chess.encode_after``)
+  and valued by a second call of the net actor (:meth:`ChessNetStep.evaluate_children`),
+  in batches of ``batch_size`` (``pipeline/child_positions.py``).
 - Positions where the game is over are exact for both: checkmate w = 0, stalemate,
   insufficient material, the 75-move rule and fivefold repetition w = ½ (python-chess
   ``Board.outcome()``; the net path checks the positions after a move, those before a played
@@ -46,6 +51,7 @@ import pyarrow as pa
 
 from pipeline.chess_policy import legal_move_entries
 from pipeline.chess_spec import POLICY_SIZE, unpack_move
+from pipeline.child_positions import ChildPositions, ChildValues, unplayed_likely
 from pipeline.encode_chess import (
     OUTCOME_CHECKMATE,
     OUTCOME_DRAW,
@@ -58,11 +64,12 @@ from pipeline.extract_config import ConfigError, ExtractConfig
 from pipeline.features_rows import build_table, game_columns
 from pipeline.features_schema import column_slug
 from pipeline.net_bank import Gather, Input, NetBank, NetJob, OneHot
-from pipeline.packed_planes import PackedPlanes, pack_planes
+from pipeline.packed_planes import PackedPlanes, concat_packed, pack_planes
 from pipeline.policy_stats import PolicyStats
 from pipeline.stockfish_eval import StockfishEvaluator, StockfishSettings, win_rate_to_v
 
 LOG_PRIOR_FLOOR = float(np.log(1e-6))  # features_schema: logprior floored at log(1e-6)
+CHILD_ENCODE_ROWS = 1024  # children encoded per encode_after call: 29 MB of float planes
 
 
 @dataclass
@@ -85,10 +92,9 @@ class ChessNetResult:
     top1: dict[str, np.ndarray]  # (N,) bool
     sscore: dict[str, np.ndarray]
     likely: LikelyMoves | None  # (N, k) positions in each legal list
-    values: ChessValues | None = None  # value.evaluator "net": the value net's win rates
+    w_positions: np.ndarray | None = None  # (N,) value.evaluator "net": the value net's win rates
     seconds: float = 0.0
     net_seconds: float = 0.0
-    child_encode_seconds: float = 0.0
 
 
 @dataclass
@@ -231,70 +237,79 @@ class ChessNetStep:
         for net in self.config.strength_nets:
             result.sscore[net.name] = outputs[net.name]["sscore"].reshape(n).astype(np.float32)
         if self.value_key is not None:
-            w = win_rate_from_value_head(outputs[self.value_key][self.value_output])
-            result.values, result.child_encode_seconds = self._values(work, w, result.likely)
+            result.w_positions = win_rate_from_value_head(
+                outputs[self.value_key][self.value_output]
+            )
         result.net_seconds = self.bank.timer.net_s - net_before
         result.seconds = time.perf_counter() - t0
         return result
 
-    def _values(
-        self, work: ChessWork, w: np.ndarray, likely: LikelyMoves | None
-    ) -> tuple[ChessValues, float]:
-        """The value net's win rates laid out as Stockfish's (one ChessValues for all games),
-        and the seconds spent encoding positions after moves.
-
-        ``w`` (N,) are the positions' own; the position after each game's last move and after
-        each likely move other than the played one are encoded here and evaluated in batches.
-        """
-        pos = work.positions
-        n = len(pos)
-        last = np.flatnonzero(np.append(pos.game_index[1:] != pos.game_index[:-1], n > 0))
-        parents = [last]
-        at = pos.legal_offsets[last] + pos.played_legal_pos[last]
-        codes = [pos.legal_move[at]]
-        k = likely.index.shape[1] if likely is not None else 0
-        if likely is not None:
-            need = likely.keep & (likely.index != pos.played_legal_pos[:, None])  # (N, k)
-            rows, cols = np.nonzero(need)
-            parents.append(rows)
-            codes.append(pos.legal_move[pos.legal_offsets[rows] + likely.index[rows, cols]])
-        parents = np.concatenate(parents)
-        codes = np.concatenate(codes)
-        w_after, encode_s = self._evaluate_after(work, parents, codes)
-        _, rank = game_ranges(work)
-        w_ext = np.empty(n + len(last))  # positions, each game's followed by its final one
-        w_ext[np.arange(n) + rank] = w
-        w_ext[last + rank[last] + 1] = w_after[: len(last)]
-        w_likely = np.full((n, k), np.nan)
-        if likely is not None:
-            w_likely[rows, cols] = w_after[len(last) :]
-        return ChessValues(0, work.games.num_rows, w_ext, w_likely), encode_s
-
-    def _evaluate_after(
-        self, work: ChessWork, parents: np.ndarray, codes: np.ndarray
-    ) -> tuple[np.ndarray, float]:
-        """Win rates after move ``codes[i]`` in position ``parents[i]``; and encode seconds."""
-        pos = work.positions
+    def evaluate_children(self, kids: ChildPositions) -> ChildValues:
+        """The value net's win rates of the positions after moves (:func:`encode_chess_children`),
+        exact where the game is over there."""
+        t0 = time.perf_counter()
+        net_before = self.bank.timer.net_s
         job = self.jobs[self.value_key]
         job = NetJob(job.key, job.model, (self.value_output,))
-        w = np.empty(len(parents))
-        encode_s = 0.0
-        step = self.bank.batch_size
-        for start in range(0, len(parents), step):
-            stop = min(start + step, len(parents))
-            p = parents[start:stop]
-            t0 = time.perf_counter()
-            after = encode_after(
-                work.games["moves"], pos.game_index[p], pos.ply[p], codes[start:stop]
-            )
-            encode_s += time.perf_counter() - t0
+        planes = kids.inputs["planes"]
 
-            def source(a: int, b: int, after=after) -> dict[str, np.ndarray]:
-                return {"planes": after.planes[a:b]}  # (B, 112, 8, 8)
+        def source(start: int, stop: int) -> dict[str, Input]:
+            return {"planes": planes.rows(start, stop)}  # (B, 112, 8, 8) packed
 
-            out = self.bank.run([job], source, stop - start)[job.key][self.value_output]
-            w[start:stop] = apply_outcome(win_rate_from_value_head(out), after.outcome)
-        return w, encode_s
+        out = self.bank.run([job], source, len(kids))[job.key][self.value_output]
+        w = apply_outcome(win_rate_from_value_head(out), kids.after)
+        return ChildValues(
+            w, kids.n_final, kids.rows, kids.cols, kids.seconds,
+            time.perf_counter() - t0, self.bank.timer.net_s - net_before,
+        )  # fmt: skip
+
+
+def encode_chess_children(work: ChessWork, nets: ChessNetResult) -> ChildPositions:
+    """The position after each game's last move, then after each likely move that was not
+    played, encoded and packed (``encode_chess.encode_after``: a replay of the game's
+    bitboards, microseconds a position)."""
+    t0 = time.perf_counter()
+    pos = work.positions
+    last = last_rows(pos.game_index)
+    parents = [last]
+    codes = [pos.legal_move[pos.legal_offsets[last] + pos.played_legal_pos[last]]]
+    rows = cols = np.zeros(0, np.int64)
+    if nets.likely is not None:
+        rows, cols = unplayed_likely(nets.likely, pos.played_legal_pos)
+        parents.append(rows)
+        codes.append(pos.legal_move[pos.legal_offsets[rows] + nets.likely.index[rows, cols]])
+    parents = np.concatenate(parents)
+    codes = np.concatenate(codes)
+    packs, outcomes = [], []
+    for start in range(0, max(len(parents), 1), CHILD_ENCODE_ROWS):
+        p = parents[start : start + CHILD_ENCODE_ROWS]
+        after = encode_after(
+            work.games["moves"], pos.game_index[p], pos.ply[p], codes[start : start + len(p)]
+        )
+        packs.append(pack_planes(after.planes))
+        outcomes.append(after.outcome)
+    return ChildPositions(
+        {"planes": concat_packed(packs)}, np.concatenate(outcomes), len(last), rows, cols,
+        time.perf_counter() - t0,
+    )  # fmt: skip
+
+
+def net_values(work: ChessWork, nets: ChessNetResult, kids: ChildValues) -> ChessValues:
+    """The value net's win rates laid out as Stockfish's: one ChessValues for all games."""
+    n = len(work.positions)
+    _, rank = game_ranges(work)
+    last = last_rows(work.positions.game_index)
+    w_ext = np.empty(n + kids.n_final)  # positions, each game's followed by its final one
+    w_ext[np.arange(n) + rank] = nets.w_positions
+    w_ext[last + rank[last] + 1] = kids.value[: kids.n_final]
+    k = nets.likely.index.shape[1] if nets.likely is not None else 0
+    return ChessValues(0, work.games.num_rows, w_ext, kids.likely_table((n, k)))
+
+
+def last_rows(game_index: np.ndarray) -> np.ndarray:
+    """(G,) the row of each game's last position, ``game_index`` (N,) sorted by game."""
+    n = len(game_index)
+    return np.flatnonzero(np.append(game_index[1:] != game_index[:-1], n > 0))
 
 
 def game_ranges(work: ChessWork) -> tuple[np.ndarray, np.ndarray]:
@@ -365,13 +380,20 @@ class ChessValueStep:
 
 
 def assemble_chess(
-    config: ExtractConfig, work: ChessWork, nets: ChessNetResult, values: list[ChessValues]
+    config: ExtractConfig,
+    work: ChessWork,
+    nets: ChessNetResult,
+    values: list[ChessValues],
+    kids: ChildValues | None = None,
 ) -> pa.Table:
-    """The features table of one chunk (schema ``config.schema()``), rows in game / ply order."""
+    """The features table of one chunk (schema ``config.schema()``), rows in game / ply order.
+
+    ``values`` are Stockfish's; with a value net, ``kids`` are its children's win rates.
+    """
     pos = work.positions
     n = len(pos)
     if config.value.evaluator == "net":
-        values = [nets.values]
+        values = [net_values(work, nets, kids)]
     values = sorted(values, key=lambda v: v.lo)
     w_ext = np.concatenate([v.w_positions for v in values]) if values else np.zeros(0)
     _, rank = game_ranges(work)

@@ -10,9 +10,12 @@ Plain step classes (no ray); ``pipeline/extract.py`` runs them on Ray, tests cal
                                                    profiles as their "meta" input, every rank of
                                                    a rank-conditioned policy from one pass),
                                                    s-scores of the played moves, White's lead of
-                                                   every position and of the expected-loss net's
-                                                   likely moves' positions
-    assemble_go(config, work, nets)     CPU task   the features table
+                                                   every position, the expected-loss net's
+                                                   likely moves
+      with expected loss:
+    encode_go_children(work, nets)      CPU task   the likely moves' positions (ChildPositions)
+    GoNetStep.evaluate_children(kids)   net actor  White's lead there (ChildValues)
+    assemble_go(config, work, nets, kids)  CPU task   the features table
 
 Evaluation (Kuboki et al. 2025): KataGo's score lead in points. ``v_before[i]`` is the lead of
 the position before ply i from the mover's view, ``v_after[i]`` the lead of the next position
@@ -23,9 +26,9 @@ row is used), so it comes out of the same compiled encoder call.
 
 Expected loss: the expected-loss net's likely moves of every position (``pipeline.
 expected_loss``) are played on the position's stored board (``encode_children``: one play and
-one row encode each, no replay of the game), and the value net gives the lead after each, in
-batches of ``batch_size`` children in the same actor call, right after the positions' pass.
-The played move needs no child: its position is the next row.
+one row encode each, no replay of the game) in a CPU task, and a second call of the net actor
+gives the lead after each, in batches of ``batch_size`` (``pipeline/child_positions.py``). The
+played move needs no child: its position is the next row.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from pipeline.child_positions import ChildPositions, ChildValues, unplayed_likely
 from pipeline.encode_go import GoPositions, encode_children, encode_games
 from pipeline.expected_loss import LikelyMoves, expected_loss, select_likely
 from pipeline.extract_config import ConfigError, ExtractConfig, NetConfig
@@ -47,10 +51,11 @@ from pipeline.go_rank_policy import GoRankPolicyNet, rank_index
 from pipeline.go_rules import GoGameSpec
 from pipeline.go_spec import POLICY_SIZE
 from pipeline.net_bank import Input, NetBank, NetJob, OneHot
-from pipeline.packed_planes import PackedPlanes, pack_planes
+from pipeline.packed_planes import PackedPlanes, concat_packed, pack_planes
 from pipeline.policy_stats import PolicyStats
 
 LOG_PRIOR_FLOOR = float(np.log(1e-6))  # features_schema: logprior floored at log(1e-6)
+CHILD_ENCODE_ROWS = 1024  # children encoded per encode_children call: 33 MB of float planes
 
 
 @dataclass
@@ -74,10 +79,8 @@ class GoNetResult:
     sscore: dict[str, np.ndarray]  # (M,) per strength net
     white_lead: np.ndarray  # (N,) every encoded row, final positions included
     likely: LikelyMoves | None = None  # (M, k) the expected-loss net's likely moves (policy index)
-    white_lead_likely: np.ndarray | None = None  # (M, k) lead after each; NaN: not evaluated
     seconds: float = 0.0
     net_seconds: float = 0.0
-    child_encode_seconds: float = 0.0
 
 
 def _specs(games: pa.Table, rows: np.ndarray) -> list[GoGameSpec]:
@@ -217,34 +220,24 @@ class GoNetStep:
         )
         return key, 0, {"meta": f"meta:{net.profile}"}
 
-    def _child_leads(
-        self, states, parents: np.ndarray, moves: np.ndarray
-    ) -> tuple[np.ndarray, float]:
-        """White's lead after move ``moves[i]`` in row ``parents[i]``, one batch at a time.
-
-        Returns the leads and the seconds spent encoding the children.
-        """
+    def evaluate_children(self, kids: ChildPositions) -> ChildValues:
+        """White's lead in the positions after the likely moves (:func:`encode_go_children`)."""
+        t0 = time.perf_counter()
+        net_before = self.bank.timer.net_s
         job = self.jobs[self.value_key]
         job = NetJob(job.key, job.model, VALUE_OUTPUTS, job.inputs_from)
-        meta = self.bank.nets[job.model].meta
-        leads = np.empty(len(parents), np.float64)
-        encode_s = 0.0
-        step = self.bank.batch_size
-        for start in range(0, len(parents), step):
-            stop = min(start + step, len(parents))
-            t0 = time.perf_counter()
-            kids = encode_children(states, parents[start:stop], moves[start:stop])
-            encode_s += time.perf_counter() - t0
+        spatial, global_ = kids.inputs["spatial"], kids.inputs["global"]
 
-            def source(a: int, b: int, kids=kids) -> dict[str, np.ndarray]:
-                return {
-                    "spatial": kids.spatial[a:b],
-                    "global": kids.global_[a:b],
-                }  # (B, 22, 19, 19)
+        def source(start: int, stop: int) -> dict[str, Input]:
+            # (B, 22, 19, 19) packed, (B, 19)
+            return {"spatial": spatial.rows(start, stop), "global": global_[start:stop]}
 
-            raw = self.bank.run([job], source, stop - start)[job.key]
-            leads[start:stop] = white_lead(raw, kids.black_to_move, meta)
-        return leads, encode_s
+        raw = self.bank.run([job], source, len(kids))[job.key]
+        leads = white_lead(raw, kids.after, self.bank.nets[job.model].meta)
+        return ChildValues(
+            leads, kids.n_final, kids.rows, kids.cols, kids.seconds,
+            time.perf_counter() - t0, self.bank.timer.net_s - net_before,
+        )  # fmt: skip
 
     def __call__(self, work: GoWork) -> GoNetResult:
         t0 = time.perf_counter()
@@ -289,29 +282,43 @@ class GoNetStep:
         el = self.config.expected_loss
         if el.net is not None:
             key, channel = self.imitation[el.net]
-            likely = select_likely(
+            result.likely = select_likely(
                 outputs[key]["policy.likely_index"][moves, channel],
                 outputs[key]["policy.likely_prior"][moves, channel],
                 prior_share=el.prior_share,
             )
-            played = played_all[moves]
-            need = likely.keep & (
-                likely.index != played[:, None]
-            )  # (M, k) the played move: next row
-            rows, cols = np.nonzero(need)
-            leads, result.child_encode_seconds = self._child_leads(
-                pos.states, moves[rows], likely.index[rows, cols]
-            )
-            result.white_lead_likely = np.full(likely.index.shape, np.nan)
-            result.white_lead_likely[rows, cols] = leads
-            result.likely = likely
         result.net_seconds = self.bank.timer.net_s - net_before
         result.seconds = time.perf_counter() - t0
         return result
 
 
-def assemble_go(config: ExtractConfig, work: GoWork, nets: GoNetResult) -> pa.Table:
-    """The features table of one chunk (schema ``config.schema()``), rows in game / ply order."""
+def encode_go_children(work: GoWork, nets: GoNetResult) -> ChildPositions:
+    """The position after each likely move that was not played, encoded on the parents'
+    stored boards (``encode_go.encode_children``) and packed."""
+    t0 = time.perf_counter()
+    pos = work.positions
+    moves = np.flatnonzero(work.is_move)
+    rows, cols = unplayed_likely(nets.likely, pos.played_index[moves])
+    parents = moves[rows]
+    codes = nets.likely.index[rows, cols]
+    packs, globals_, black = [], [], []
+    for start in range(0, max(len(parents), 1), CHILD_ENCODE_ROWS):
+        stop = start + CHILD_ENCODE_ROWS
+        kids = encode_children(pos.states, parents[start:stop], codes[start:stop])
+        packs.append(pack_planes(kids.spatial))
+        globals_.append(kids.global_)
+        black.append(kids.black_to_move)
+    return ChildPositions(
+        {"spatial": concat_packed(packs), "global": np.concatenate(globals_)},
+        np.concatenate(black), 0, rows, cols, time.perf_counter() - t0,
+    )  # fmt: skip
+
+
+def assemble_go(
+    config: ExtractConfig, work: GoWork, nets: GoNetResult, kids: ChildValues | None = None
+) -> pa.Table:
+    """The features table of one chunk (schema ``config.schema()``), rows in game / ply order;
+    ``kids`` are the likely moves' leads when expected loss is on."""
     pos = work.positions
     moves = np.flatnonzero(work.is_move)  # every move row is followed by its game's next row
     black = pos.black_to_move[moves]
@@ -326,7 +333,8 @@ def assemble_go(config: ExtractConfig, work: GoWork, nets: GoNetResult) -> pa.Ta
         loss=(v_before - v_after).astype(np.float32),
     )
     if nets.likely is not None:
-        v_moves = (nets.white_lead_likely * sign[:, None]).astype(np.float32)  # (M, k) mover's view
+        lead_moves = kids.likely_table(nets.likely.index.shape)  # (M, k) White's view
+        v_moves = (lead_moves * sign[:, None]).astype(np.float32)  # the mover's view
         played = nets.likely.index == pos.played_index[moves, None]  # (M, k)
         v_moves = np.where(played, v_after[:, None], v_moves)
         columns["expected_loss"] = expected_loss(v_before, v_moves, nets.likely)

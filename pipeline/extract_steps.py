@@ -1,6 +1,7 @@
 """The game-independent face of the extraction steps: read a part of a games file, encode it,
-assemble its features and its quarantined games. Ray tasks (``actors/extract_tasks.py``) call
-these; so do tests, without Ray.
+hold its nets, encode the positions after moves its features need, assemble its features and
+its quarantined games. Ray tasks and actors (``actors/``) call these; so do ``kibitz estimate``
+and tests, without Ray.
 
 A *part* is rows [start, stop) of one games Parquet file: a whole chunk normally, one game
 when a chunk failed twice and is retried game by game.
@@ -18,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.child_positions import ChildPositions, ChildValues
 from pipeline.extract_config import ExtractConfig
 from pipeline.features_rows import GAMES_COLUMNS
 
@@ -100,6 +102,45 @@ def encode(config: ExtractConfig, games: pa.Table) -> Any:
     return encode_go(games, config)
 
 
+def net_step(config: ExtractConfig, *, device: str | None = None) -> Any:
+    """ChessNetStep / GoNetStep: every net of a run, loaded once."""
+    if config.game == "chess":
+        from pipeline.extract_chess import ChessNetStep
+
+        return ChessNetStep(config, device=device)
+    from pipeline.extract_go import GoNetStep
+
+    return GoNetStep(config, device=device)
+
+
+def needs_children(config: ExtractConfig) -> bool:
+    """Whether a chunk takes a second net pass over positions after moves
+    (``pipeline/child_positions.py``): chess valued by a net, or Go with expected loss."""
+    if config.game == "chess":
+        return config.value.evaluator == "net"
+    return config.expected_loss.net is not None
+
+
+def encode_children(config: ExtractConfig, work: Any, nets: Any) -> ChildPositions:
+    """The positions after moves of one chunk, for the net step's ``evaluate_children``."""
+    if config.game == "chess":
+        from pipeline.extract_chess import encode_chess_children
+
+        return encode_chess_children(work, nets)
+    from pipeline.extract_go import encode_go_children
+
+    return encode_go_children(work, nets)
+
+
+def run_nets(config: ExtractConfig, step: Any, work: Any) -> tuple[Any, ChildValues | None]:
+    """Both net passes of a chunk in one process (``kibitz estimate``, tests): what the Ray
+    runner chains as ``evaluate`` → ``children_task`` → ``evaluate_children``."""
+    nets = step(work)
+    if not needs_children(config):
+        return nets, None
+    return nets, step.evaluate_children(encode_children(config, work, nets))
+
+
 def quarantine_rows(games: pa.Table, part: Part, rows: dict[int, str], error_type: str) -> pa.Table:
     """Quarantine table rows for games ``rows`` (row in the part → reason)."""
     idx = sorted(rows)
@@ -121,20 +162,31 @@ def quarantine_rows(games: pa.Table, part: Part, rows: dict[int, str], error_typ
     )
 
 
-def assemble(config: ExtractConfig, part: Part, work: Any, nets: Any, values: list) -> PartResult:
-    """Features of one part from its encoded work, net results and (chess) Stockfish values."""
+def assemble(
+    config: ExtractConfig,
+    part: Part,
+    work: Any,
+    nets: Any,
+    values: list,
+    kids: ChildValues | None = None,
+) -> PartResult:
+    """Features of one part from its encoded work, net results, (chess) Stockfish values and
+    the values of its positions after moves (``needs_children``)."""
     t0 = time.perf_counter()
     if config.game == "chess":
         from pipeline.extract_chess import assemble_chess
 
-        features = assemble_chess(config, work, nets, values)
+        features = assemble_chess(config, work, nets, values, kids)
     else:
         from pipeline.extract_go import assemble_go
 
-        features = assemble_go(config, work, nets)
+        features = assemble_go(config, work, nets, kids)
     stage_s = {"encode": work.seconds, "nets": nets.seconds}
-    if nets.child_encode_seconds:  # inside "nets": positions after likely / final moves
-        stage_s["encode_after_moves"] = nets.child_encode_seconds
+    net_s = nets.net_seconds
+    if kids is not None:  # a CPU task, then the nets' second call
+        stage_s["encode_after_moves"] = kids.encode_seconds
+        stage_s["nets"] += kids.seconds
+        net_s += kids.net_seconds
     if values:
         stage_s["stockfish"] = float(sum(v.seconds for v in values))
     stage_s["assemble"] = time.perf_counter() - t0
@@ -143,7 +195,7 @@ def assemble(config: ExtractConfig, part: Part, work: Any, nets: Any, values: li
         quarantine=quarantine_rows(work.games, part, work.failed, "IllegalMoveError"),
         positions=features.num_rows,
         stage_s=stage_s,
-        net_s=nets.net_seconds,
+        net_s=net_s,
         searches=int(sum(v.searches for v in values)),
     )
 

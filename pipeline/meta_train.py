@@ -76,6 +76,25 @@ class MetaModelsNotFoundError(FileNotFoundError):
     """A folder without the manifest of ``kibitz train meta``."""
 
 
+def feature_nets(features_dir: Path | None) -> tuple[list[dict], dict]:
+    """The imitation and strength nets of a features run (``_config.yaml``), and that file."""
+    if features_dir is None:
+        return [], {}
+    run_config = features_run_config(features_dir)
+    config = run_config.get("config", {})
+    return config.get("imitation_nets", []) + config.get("strength_nets", []), run_config
+
+
+def _registry_entry(model: str) -> Any:
+    """The registry entry of ``model``; None for a path or a name the registry lacks."""
+    from pipeline.model_registry import ModelNotFoundError, find_entry
+
+    try:
+        return find_entry(model)
+    except (ModelNotFoundError, KeyError, ValueError):
+        return None
+
+
 def net_hashes(features_dir: Path | None) -> dict[str, str]:
     """sha256 of each net of the features run, by column name part.
 
@@ -83,19 +102,16 @@ def net_hashes(features_dir: Path | None) -> dict[str, str]:
     from); for features written before it recorded them, the registry's current entry, and
     ``"unregistered"`` for nets given as paths or missing from the registry.
     """
-    if features_dir is None:
-        return {}
-    from pipeline.model_registry import ModelNotFoundError, find_entry
-
-    run_config = features_run_config(features_dir)
-    config, recorded = run_config.get("config", {}), run_config.get("nets") or {}
+    nets, run_config = feature_nets(features_dir)
+    recorded = run_config.get("nets") or {}
     hashes = {}
-    for net in config.get("imitation_nets", []) + config.get("strength_nets", []):
-        try:
-            hashes[net["name"]] = recorded.get(net["model"]) or find_entry(net["model"]).sha256
-        except (ModelNotFoundError, KeyError, ValueError):
-            hashes[net["name"]] = "unregistered"
-    value = config.get("value", {})
+    for net in nets:
+        sha = recorded.get(net["model"])
+        if not sha:
+            entry = _registry_entry(net["model"])
+            sha = entry.sha256 if entry is not None else "unregistered"
+        hashes[net["name"]] = sha
+    value = run_config.get("config", {}).get("value", {})
     if value.get("evaluator") == "stockfish":
         hashes["value"] = f"stockfish nodes={value.get('nodes')}"
     return hashes
@@ -105,18 +121,14 @@ def kibitz_trained_nets(features_dir: Path | None) -> list[str]:
     """The nets of a features run that ``kibitz train`` made (formats ``kibitz-sscore`` and
     ``kibitz-go-policy``, by registry entry or ``.kibitz.pt`` file): Kibitz trains them on the
     train split of its one game split (``pipeline.data_split``)."""
-    if features_dir is None:
-        return []
-    from pipeline.model_registry import ModelNotFoundError, find_entry
-
-    config = features_run_config(features_dir).get("config", {})
     found = []
-    for net in config.get("imitation_nets", []) + config.get("strength_nets", []):
+    for net in feature_nets(features_dir)[0]:
         model = str(net["model"])
-        try:
-            fmt = "kibitz" if model.endswith(".kibitz.pt") else find_entry(model).format
-        except (ModelNotFoundError, KeyError, ValueError):
-            continue
+        if model.endswith(".kibitz.pt"):
+            fmt = "kibitz"
+        else:
+            entry = _registry_entry(model)
+            fmt = entry.format if entry is not None else ""
         if fmt.startswith("kibitz") and model not in found:
             found.append(model)
     return found

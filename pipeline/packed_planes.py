@@ -60,11 +60,24 @@ class PackedPlanes:
         return out
 
 
-def pack_planes(planes: np.ndarray) -> PackedPlanes:
-    """Pack (N, C, H, W) planes; channels with any value other than 0 / 1 stay float32."""
+def pack_planes(planes: np.ndarray, *, float_channels: np.ndarray | None = None) -> PackedPlanes:
+    """Pack (N, C, H, W) planes; channels with any value other than 0 / 1 stay float32.
+
+    ``float_channels`` forces a layout (every channel that is not 0 / 1 must be in it), so packs
+    of several batches can be concatenated without unpacking (:func:`concat_packed`).
+    """
     n, c, h, w = planes.shape
     flat = planes.reshape(n, c, h * w)  # (N, C, H·W)
     is_binary = ((flat == 0) | (flat == 1)).all(axis=(0, 2))  # (C,)
+    if float_channels is not None:
+        forced = np.zeros(c, dtype=bool)
+        forced[float_channels] = True
+        if (~is_binary & ~forced).any():
+            raise ValueError(
+                f"channels {np.flatnonzero(~is_binary & ~forced).tolist()} are not 0 / 1 but"
+                f" not among float_channels {np.asarray(float_channels).tolist()}"
+            )
+        is_binary = ~forced
     binary = np.flatnonzero(is_binary).astype(np.int32)
     other = np.flatnonzero(~is_binary).astype(np.int32)
     bits = np.packbits(flat[:, binary].reshape(n, -1).astype(np.uint8), axis=1)
@@ -73,18 +86,25 @@ def pack_planes(planes: np.ndarray) -> PackedPlanes:
 
 
 def concat_packed(parts: list[PackedPlanes]) -> PackedPlanes:
-    """Rows of several packs (same layout) as one pack, e.g. positions and their children."""
+    """Rows of several packs of one shape as one pack, e.g. the batches of a chunk's children.
+
+    Packs whose float channels differ (a batch where Lc0's rule-50 count happened to be 0 / 1
+    everywhere) are repacked, one at a time, to the union of the float channels.
+    """
     first = parts[0]
-    for p in parts[1:]:
-        if p.shape[1:] != first.shape[1:] or not np.array_equal(
-            p.float_channels, first.float_channels
-        ):
-            return pack_planes(np.concatenate([q.unpack() for q in parts]))
+    if any(p.shape[1:] != first.shape[1:] for p in parts):
+        raise ValueError(f"packs of different shapes: {[p.shape for p in parts]!r}")
+    union = np.unique(np.concatenate([p.float_channels for p in parts])).astype(np.int32)
+    parts = [
+        p if np.array_equal(p.float_channels, union)
+        else pack_planes(p.unpack(), float_channels=union)
+        for p in parts
+    ]  # fmt: skip
     n = sum(len(p) for p in parts)
     return PackedPlanes(
         (n, *first.shape[1:]),
         np.concatenate([p.bits for p in parts]),
-        first.binary_channels,
-        first.float_channels,
+        parts[0].binary_channels,
+        union,
         np.concatenate([p.floats for p in parts]),
     )

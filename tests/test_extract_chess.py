@@ -3,6 +3,7 @@ one end-to-end run of the value-net evaluator): Stockfish and an Lc0-format valu
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import chess
@@ -16,6 +17,7 @@ from actors.extract_runner import ActorPlan, plan_actors
 from pipeline import settings
 from pipeline.chess_policy import policy_over_legal
 from pipeline.chess_spec import unpack_move
+from pipeline.child_positions import ChildPositions
 from pipeline.chunk_store import ChunkStore
 from pipeline.encode_chess import (
     OUTCOME_CHECKMATE,
@@ -27,9 +29,15 @@ from pipeline.encode_chess import (
     legal_uci,
 )
 from pipeline.evaluator import make_evaluator
-from pipeline.extract_chess import ChessNetStep, ChessValueStep, assemble_chess, encode_chess
+from pipeline.extract_chess import (
+    ChessNetStep,
+    ChessValueStep,
+    assemble_chess,
+    encode_chess,
+    encode_chess_children,
+)
 from pipeline.extract_config import config_from_dict
-from pipeline.extract_steps import Part, read_games_rows
+from pipeline.extract_steps import Part, read_games_rows, run_nets
 from pipeline.features_schema import PARTITION_COLUMNS
 from pipeline.ingest_pgn import plan_chunks, read_chunk
 from pipeline.model_registry import load_net
@@ -217,8 +225,8 @@ VALUE_NET = "maia-1900"  # Maia nets carry lc0's WDL head
 def net_extracted(games):
     config = small_config(value={"evaluator": "net", "model": VALUE_NET})
     work = encode_chess(games)
-    nets = ChessNetStep(config)(work)
-    return config, games, work, nets, assemble_chess(config, work, nets, [])
+    nets, kids = run_nets(config, ChessNetStep(config), work)
+    return config, games, work, nets, kids, assemble_chess(config, work, nets, [], kids)
 
 
 def wdl_v(planes: np.ndarray) -> np.ndarray:
@@ -271,7 +279,7 @@ def test_net_loss_of_the_played_move_is_v_minus_v_after(net_extracted):
 
 
 def test_net_expected_loss_by_hand(net_extracted):
-    _, games, work, nets, table = net_extracted
+    _, games, work, nets, _, table = net_extracted
     moves = games["moves"][0].as_py()
     ply = 5
     likely, pos = nets.likely, work.positions
@@ -376,6 +384,37 @@ def test_net_evaluator_runs_on_ray_without_stockfish(games_root, net_extracted, 
     assert got["game_id"].tolist() == want["game_id"].to_pylist()
     for col in ("v_before", "v_after", "expected_loss"):
         np.testing.assert_allclose(got[col], want[col].to_numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_net_actor_runs_other_chunks_while_a_chunks_children_are_encoded(net_extracted, tmp_path):
+    """A chunk's second call waits for its children task; the actor must meanwhile run calls
+    sent after it (out-of-order execution), or the nets idle while Python encodes."""
+    import ray
+
+    from actors.evaluator_actor import start_evaluators
+
+    config, _, work, nets, kids, _ = net_extracted
+    gate = tmp_path / "open"
+
+    @ray.remote(num_cpus=0)
+    def children_after_gate(path: str, children: ChildPositions) -> ChildPositions:
+        while not Path(path).exists():
+            time.sleep(0.05)
+        return children
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        actor = start_evaluators(config.to_dict(), 1, cpus=1, gpus=False)[0]
+        waiting = actor.evaluate_children.remote(
+            children_after_gate.remote(str(gate), encode_chess_children(work, nets))
+        )
+        later = ray.get(actor.evaluate.remote(work), timeout=300)  # sent after, done first
+        assert ray.wait([waiting], timeout=0)[1] == [waiting]  # still not done
+        np.testing.assert_allclose(later.w_positions, nets.w_positions, rtol=1e-6)
+        gate.touch()
+        np.testing.assert_allclose(ray.get(waiting, timeout=300).value, kids.value, rtol=1e-6)
+    finally:
+        ray.shutdown()
 
 
 @pytest.mark.parametrize("value", ["stockfish", "net"])

@@ -11,18 +11,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 from pipeline import go_spec, settings
+from pipeline.child_positions import ChildValues
 from pipeline.chunk_store import ChunkStore
 from pipeline.encode_go import IllegalCandidateError, encode_children, encode_games
 from pipeline.evaluator import make_evaluator
 from pipeline.extract_config import ConfigError, ExtractConfig, config_from_dict, preset
 from pipeline.extract_go import GoNetResult, GoNetStep, GoWork, assemble_go, encode_go
-from pipeline.extract_steps import Part, read_games_rows
+from pipeline.extract_steps import Part, read_games_rows, run_nets
 from pipeline.features_schema import PARTITION_COLUMNS
 from pipeline.go_outputs import policy_probabilities, postprocess
 from pipeline.go_rank_policy import UnknownRankError
@@ -58,6 +60,7 @@ class Extracted:
     work: GoWork
     step: GoNetStep
     nets: GoNetResult
+    kids: ChildValues | None
     table: pa.Table
 
 
@@ -100,8 +103,8 @@ def extract(games: pa.Table, raw: dict) -> Extracted:
     config = config_from_dict(raw)
     work = encode_go(games, config)
     step = GoNetStep(config)
-    nets = step(work)
-    return Extracted(config, games, work, step, nets, assemble_go(config, work, nets))
+    nets, kids = run_nets(config, step, work)
+    return Extracted(config, games, work, step, nets, kids, assemble_go(config, work, nets, kids))
 
 
 @pytest.fixture(scope="module")
@@ -203,10 +206,34 @@ def test_expected_loss_by_hand_from_each_childs_lead(go, ply):
 
 def test_expected_loss_children_are_evaluated_except_the_played_move(go):
     likely, played = go.nets.likely, go.work.positions.played_index[go.work.is_move]
-    evaluated = np.isfinite(go.nets.white_lead_likely)
+    evaluated = np.isfinite(go.kids.likely_table(likely.index.shape))
     assert (evaluated == (likely.keep & (likely.index != played[:, None]))).all()
     assert likely.count.min() >= 1 and likely.count.max() <= 3
     assert go.table["expected_loss"].null_count == 0
+
+
+def test_expected_loss_on_ray_equals_the_steps(go, tmp_path):
+    """`kibitz extract go` with expected loss: the children, encoded in a CPU task between the
+    net actor's two calls, give the features of the steps run in one process."""
+    from pipeline.extract import run_extract
+
+    root = tmp_path / "games"
+    ChunkStore(root, PARTITION_COLUMNS).commit("cut", {"": go.games}, {})
+    summary = run_extract(go.config, root, tmp_path / "out", num_cpus=2, show_progress=False)
+    assert summary["this_run"]["stage_s"]["encode_after_moves"] > 0
+    got = (
+        duckdb.connect()
+        .execute(
+            "select game_id, ply, v_before, expected_loss, expected_loss_moves from read_parquet("
+            f"'{tmp_path / 'out'}/**/*.parquet', hive_partitioning = true) order by game_id, ply"
+        )
+        .fetchnumpy()
+    )
+    want = go.table.sort_by([("game_id", "ascending"), ("ply", "ascending")])
+    assert got["game_id"].tolist() == want["game_id"].to_pylist()
+    np.testing.assert_array_equal(got["expected_loss_moves"], want["expected_loss_moves"])
+    for col in ("v_before", "expected_loss"):
+        np.testing.assert_allclose(got[col], want[col].to_numpy(), rtol=1e-4, atol=1e-4)
 
 
 # -- children encoded from stored board states -----------------------------------------------

@@ -17,7 +17,7 @@ from pipeline.check_chess import read_games
 from pipeline.chess_policy import legal_move_entries, policy_over_legal
 from pipeline.encode_chess import encode_games
 from pipeline.net_bank import Gather, NetBank, NetJob, unpack_on_device
-from pipeline.packed_planes import pack_planes
+from pipeline.packed_planes import concat_packed, pack_planes
 from pipeline.policy_stats import PolicyStats, policy_stats
 
 STATS = ("prior", "logprior", "top1", "likely_index", "likely_prior")
@@ -42,6 +42,22 @@ def test_chess_planes_keep_the_rule50_count_as_floats(chess_planes: np.ndarray) 
     packed = pack_planes(chess_planes)
     assert list(packed.float_channels) == [109]  # lc0's rule-50 plane
     assert chess_planes[:, 109].max() >= 2  # a real count, not a flag
+
+
+def test_packs_of_batches_concatenate_exactly_when_their_float_channels_differ(
+    chess_planes: np.ndarray,
+) -> None:
+    """The first plies of a game have rule-50 counts 0 and 1 only, so a batch of them packs
+    channel 109 as bits; concatenated with a later batch both take the union layout."""
+    early = np.flatnonzero(chess_planes[:, 109].max(axis=(1, 2)) <= 1)[:3]
+    late = np.flatnonzero(chess_planes[:, 109].max(axis=(1, 2)) >= 2)[:4]
+    a, b = pack_planes(chess_planes[early]), pack_planes(chess_planes[late])
+    assert list(a.float_channels) == [] and list(b.float_channels) == [109]
+    both = concat_packed([a, b, b])
+    assert list(both.float_channels) == [109] and both.shape[0] == 11
+    np.testing.assert_array_equal(both.unpack(), chess_planes[np.concatenate([early, late, late])])
+    with pytest.raises(ValueError, match=r"channels \[109\] are not 0 / 1"):
+        pack_planes(chess_planes[late], float_channels=np.array([], np.int32))
 
 
 @pytest.mark.parametrize("kind", ["chess", "go"])
