@@ -18,12 +18,16 @@ The game-specific encoders are ``extract_chess.encode_chess_children`` and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pipeline.expected_loss import LikelyMoves
+from pipeline.packed_planes import PackedPlanes, concat_packed, pack_planes
+
+ENCODE_ROWS = 1024  # children encoded per call: 29 MB (chess) / 33 MB (Go) of float planes
 
 
 @dataclass
@@ -68,3 +72,20 @@ def unplayed_likely(likely: LikelyMoves, played: np.ndarray) -> tuple[np.ndarray
     need = likely.keep & (likely.index != played[:, None])  # (M, k)
     rows, cols = np.nonzero(need)
     return rows.astype(np.int64), cols.astype(np.int64)
+
+
+def encode_packed(
+    count: int, encode: Callable[[int, int], tuple[np.ndarray, ...]]
+) -> tuple[PackedPlanes, list[np.ndarray]]:
+    """Encode ``count`` children ``ENCODE_ROWS`` at a time and pack each batch's planes, so a
+    chunk's children never exist as float planes all at once.
+
+    ``encode(start, stop)`` returns the planes of children ``[start, stop)`` followed by any
+    per-row arrays; those come back concatenated, in order.
+    """
+    packs, rows = [], []
+    for start in range(0, max(count, 1), ENCODE_ROWS):  # one empty batch when count is 0
+        planes, *per_row = encode(start, min(start + ENCODE_ROWS, count))
+        packs.append(pack_planes(planes))
+        rows.append(per_row)
+    return concat_packed(packs), [np.concatenate(column) for column in zip(*rows, strict=True)]

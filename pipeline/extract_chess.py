@@ -51,7 +51,7 @@ import pyarrow as pa
 
 from pipeline.chess_policy import legal_move_entries
 from pipeline.chess_spec import POLICY_SIZE, unpack_move
-from pipeline.child_positions import ChildPositions, ChildValues, unplayed_likely
+from pipeline.child_positions import ChildPositions, ChildValues, encode_packed, unplayed_likely
 from pipeline.encode_chess import (
     OUTCOME_CHECKMATE,
     OUTCOME_DRAW,
@@ -64,12 +64,11 @@ from pipeline.extract_config import ConfigError, ExtractConfig
 from pipeline.features_rows import build_table, game_columns
 from pipeline.features_schema import column_slug
 from pipeline.net_bank import Gather, Input, NetBank, NetJob, OneHot
-from pipeline.packed_planes import PackedPlanes, concat_packed, pack_planes
+from pipeline.packed_planes import PackedPlanes, pack_planes
 from pipeline.policy_stats import PolicyStats
 from pipeline.stockfish_eval import StockfishEvaluator, StockfishSettings, win_rate_to_v
 
 LOG_PRIOR_FLOOR = float(np.log(1e-6))  # features_schema: logprior floored at log(1e-6)
-CHILD_ENCODE_ROWS = 1024  # children encoded per encode_after call: 29 MB of float planes
 
 
 @dataclass
@@ -280,18 +279,16 @@ def encode_chess_children(work: ChessWork, nets: ChessNetResult) -> ChildPositio
         codes.append(pos.legal_move[pos.legal_offsets[rows] + nets.likely.index[rows, cols]])
     parents = np.concatenate(parents)
     codes = np.concatenate(codes)
-    packs, outcomes = [], []
-    for start in range(0, max(len(parents), 1), CHILD_ENCODE_ROWS):
-        p = parents[start : start + CHILD_ENCODE_ROWS]
-        after = encode_after(
-            work.games["moves"], pos.game_index[p], pos.ply[p], codes[start : start + len(p)]
-        )
-        packs.append(pack_planes(after.planes))
-        outcomes.append(after.outcome)
+
+    def encode(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        p = parents[start:stop]
+        after = encode_after(work.games["moves"], pos.game_index[p], pos.ply[p], codes[start:stop])
+        return after.planes, after.outcome  # (B, 112, 8, 8), (B,)
+
+    planes, (outcome,) = encode_packed(len(parents), encode)
     return ChildPositions(
-        {"planes": concat_packed(packs)}, np.concatenate(outcomes), len(last), rows, cols,
-        time.perf_counter() - t0,
-    )  # fmt: skip
+        {"planes": planes}, outcome, len(last), rows, cols, time.perf_counter() - t0
+    )
 
 
 def net_values(work: ChessWork, nets: ChessNetResult, kids: ChildValues) -> ChessValues:

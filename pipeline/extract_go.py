@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from pipeline.child_positions import ChildPositions, ChildValues, unplayed_likely
+from pipeline.child_positions import ChildPositions, ChildValues, encode_packed, unplayed_likely
 from pipeline.encode_go import GoPositions, encode_children, encode_games
 from pipeline.expected_loss import LikelyMoves, expected_loss, select_likely
 from pipeline.extract_config import ConfigError, ExtractConfig, NetConfig
@@ -51,11 +51,10 @@ from pipeline.go_rank_policy import GoRankPolicyNet, rank_index
 from pipeline.go_rules import GoGameSpec
 from pipeline.go_spec import POLICY_SIZE
 from pipeline.net_bank import Input, NetBank, NetJob, OneHot
-from pipeline.packed_planes import PackedPlanes, concat_packed, pack_planes
+from pipeline.packed_planes import PackedPlanes, pack_planes
 from pipeline.policy_stats import PolicyStats
 
 LOG_PRIOR_FLOOR = float(np.log(1e-6))  # features_schema: logprior floored at log(1e-6)
-CHILD_ENCODE_ROWS = 1024  # children encoded per encode_children call: 33 MB of float planes
 
 
 @dataclass
@@ -301,17 +300,15 @@ def encode_go_children(work: GoWork, nets: GoNetResult) -> ChildPositions:
     rows, cols = unplayed_likely(nets.likely, pos.played_index[moves])
     parents = moves[rows]
     codes = nets.likely.index[rows, cols]
-    packs, globals_, black = [], [], []
-    for start in range(0, max(len(parents), 1), CHILD_ENCODE_ROWS):
-        stop = start + CHILD_ENCODE_ROWS
+
+    def encode(start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         kids = encode_children(pos.states, parents[start:stop], codes[start:stop])
-        packs.append(pack_planes(kids.spatial))
-        globals_.append(kids.global_)
-        black.append(kids.black_to_move)
+        return kids.spatial, kids.global_, kids.black_to_move  # (B, 22, 19, 19), (B, 19), (B,)
+
+    spatial, (global_, black) = encode_packed(len(parents), encode)
     return ChildPositions(
-        {"spatial": concat_packed(packs), "global": np.concatenate(globals_)},
-        np.concatenate(black), 0, rows, cols, time.perf_counter() - t0,
-    )  # fmt: skip
+        {"spatial": spatial, "global": global_}, black, 0, rows, cols, time.perf_counter() - t0
+    )
 
 
 def assemble_go(
