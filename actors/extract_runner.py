@@ -6,6 +6,9 @@ Per part of a games file (a chunk, or one game on the retry path) the runner cha
                             └─> children_task (CPU) ──> EvaluatorActor.evaluate_children ─┘
                                 (chess value net, Go expected loss: positions after moves)
 
+``encode_task`` returns two objects: the work, and Go's board states (expected loss only),
+which only ``children_task`` reads; the net actor's node never fetches them.
+
 as ObjectRefs, so Ray starts each stage when its inputs exist and several chunks are at
 different stages at once: the nets of chunk i run while chunk i+1 is encoded and chunk i−1 is
 searched by Stockfish. The driver bounds the chunks in flight (``max_in_flight``).
@@ -142,13 +145,13 @@ class ExtractRunner:
 
     def submit(self, part: Part) -> ray.ObjectRef:
         """Chain the stages of one part; the returned ref resolves to its PartResult."""
-        work = encode_task.remote(self.config_dict, self.games_root, part)
+        work, states = encode_task.remote(self.config_dict, self.games_root, part)
         evaluator = self.evaluators[next(self._next_evaluator)]
         nets = evaluator.evaluate.remote(work)
         kids = None
         if needs_children(self.config):  # the same actor: its nets are warm for this chunk
             kids = evaluator.evaluate_children.remote(
-                children_task.remote(self.config_dict, work, nets)
+                children_task.remote(self.config_dict, work, states, nets)
             )
         values = []
         if self.pool is not None:

@@ -21,20 +21,22 @@ from pipeline.extract_steps import (
     encode,
     encode_children,
     read_games_rows,
+    split_states,
 )
 
 
-@ray.remote(num_cpus=0, max_retries=0)
-def encode_task(config: dict[str, Any], games_root: str, part: Part) -> Any:
-    """Read rows [start, stop) of one games file and encode their positions."""
+@ray.remote(num_cpus=0, max_retries=0, num_returns=2)
+def encode_task(config: dict[str, Any], games_root: str, part: Part) -> tuple[Any, Any]:
+    """Read rows [start, stop) of one games file and encode their positions: (the work,
+    Go's board states or None), two objects so that the states never reach the net actor."""
     cfg = config_from_dict(config)
-    return encode(cfg, read_games_rows(games_root, part))
+    return split_states(encode(cfg, read_games_rows(games_root, part)))
 
 
 @ray.remote(num_cpus=0, max_retries=0)
-def children_task(config: dict[str, Any], work: Any, nets: Any) -> ChildPositions:
+def children_task(config: dict[str, Any], work: Any, states: Any, nets: Any) -> ChildPositions:
     """The positions after moves of one chunk (``pipeline/child_positions.py``)."""
-    return encode_children(config_from_dict(config), work, nets)
+    return encode_children(config_from_dict(config), work, nets, states)
 
 
 @ray.remote(num_cpus=0, max_retries=0)

@@ -2,20 +2,22 @@
 
 Plain step classes (no ray); ``pipeline/extract.py`` runs them on Ray, tests call them directly::
 
-    encode_go(games, config)            CPU task   GoWork: every position before each move AND
-                                                   the final position of each game (bit-packed);
-                                                   with expected loss also each position's board
-                                                   state (pipeline.encode_go.GoBoardStates)
-    GoNetStep(config)(work)             net actor  policy of every imitation net (HumanSL
-                                                   profiles as their "meta" input, every rank of
-                                                   a rank-conditioned policy from one pass),
-                                                   s-scores of the played moves, White's lead of
-                                                   every position, the expected-loss net's
-                                                   likely moves
+    encode_go(games, config)                CPU task   GoWork: every position before each move
+                                                       AND the final position of each game
+                                                       (bit-packed); with expected loss also
+                                                       each position's board state (GoWork.
+                                                       states; on Ray they go to the children
+                                                       task only)
+    GoNetStep(config)(work)                 net actor  policy of every imitation net (HumanSL
+                                                       profiles as their "meta" input, every
+                                                       rank of a rank-conditioned policy from
+                                                       one pass), s-scores of the played moves,
+                                                       White's lead of every position, the
+                                                       expected-loss net's likely moves
       with expected loss:
-    encode_go_children(work, nets)      CPU task   the likely moves' positions (ChildPositions)
-    GoNetStep.evaluate_children(kids)   net actor  White's lead there (ChildValues)
-    assemble_go(config, work, nets, kids)  CPU task   the features table
+    encode_go_children(work, nets, states)  CPU task   the likely moves' positions
+    GoNetStep.evaluate_children(kids)       net actor  White's lead there (ChildValues)
+    assemble_go(config, work, nets, kids)   CPU task   the features table
 
 Evaluation (Kuboki et al. 2025): KataGo's score lead in points. ``v_before[i]`` is the lead of
 the position before ply i from the mover's view, ``v_after[i]`` the lead of the next position
@@ -40,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.child_positions import ChildPositions, ChildValues, encode_packed, unplayed_likely
-from pipeline.encode_go import GoPositions, encode_children, encode_games
+from pipeline.encode_go import GoBoardStates, GoPositions, encode_children, encode_games
 from pipeline.expected_loss import LikelyMoves, expected_loss, select_likely
 from pipeline.extract_config import ConfigError, ExtractConfig, NetConfig
 from pipeline.features_rows import build_table, game_columns
@@ -59,15 +61,21 @@ LOG_PRIOR_FLOOR = float(np.log(1e-6))  # features_schema: logprior floored at lo
 
 @dataclass
 class GoWork:
-    """One chunk's games encoded; ``is_move`` marks rows of real moves (not final positions)."""
+    """One chunk's games encoded; ``is_move`` marks rows of real moves (not final positions).
+
+    ``states`` (expected loss only) are read by the children encoder alone, never by the net
+    actor, so the Ray runner ships them apart (``extract_steps.split_states``): at ~0.8 kB a
+    position they are nearly as large as the packed planes.
+    """
 
     games: pa.Table
-    positions: GoPositions  # spatial / global_ emptied: they travel packed
+    positions: GoPositions  # spatial / global_ emptied: they travel packed; states moved out
     spatial: PackedPlanes
     global_: np.ndarray  # (N, 19) float32
     is_move: np.ndarray  # (N,) bool
     failed: dict[int, str] = field(default_factory=dict)
     seconds: float = 0.0
+    states: GoBoardStates | None = None  # with expected loss: every row's board state
 
 
 @dataclass
@@ -132,7 +140,8 @@ def encode_go(games: pa.Table, config: ExtractConfig) -> GoWork:
     global_ = np.ascontiguousarray(pos.global_)
     pos.spatial = np.empty((0, *pos.spatial.shape[1:]), np.float32)
     pos.global_ = np.empty((0, global_.shape[1]), np.float32)
-    return GoWork(games, pos, spatial, global_, is_move, failed, time.perf_counter() - t0)
+    states, pos.states = pos.states, None
+    return GoWork(games, pos, spatial, global_, is_move, failed, time.perf_counter() - t0, states)
 
 
 VALUE_OUTPUTS = ("value", "misc")  # what go_outputs.white_lead reads
@@ -291,9 +300,9 @@ class GoNetStep:
         return result
 
 
-def encode_go_children(work: GoWork, nets: GoNetResult) -> ChildPositions:
+def encode_go_children(work: GoWork, nets: GoNetResult, states: GoBoardStates) -> ChildPositions:
     """The position after each likely move that was not played, encoded on the parents'
-    stored boards (``encode_go.encode_children``) and packed."""
+    stored boards ``states`` (``encode_go.encode_children``) and packed."""
     t0 = time.perf_counter()
     pos = work.positions
     moves = np.flatnonzero(work.is_move)
@@ -302,7 +311,7 @@ def encode_go_children(work: GoWork, nets: GoNetResult) -> ChildPositions:
     codes = nets.likely.index[rows, cols]
 
     def encode(start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        kids = encode_children(pos.states, parents[start:stop], codes[start:stop])
+        kids = encode_children(states, parents[start:stop], codes[start:stop])
         return kids.spatial, kids.global_, kids.black_to_move  # (B, 22, 19, 19), (B, 19), (B,)
 
     spatial, (global_, black) = encode_packed(len(parents), encode)

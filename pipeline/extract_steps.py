@@ -9,6 +9,7 @@ when a chunk failed twice and is retried game by game.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -121,24 +122,42 @@ def needs_children(config: ExtractConfig) -> bool:
     return config.expected_loss.net is not None
 
 
-def encode_children(config: ExtractConfig, work: Any, nets: Any) -> ChildPositions:
-    """The positions after moves of one chunk, for the net step's ``evaluate_children``."""
+def split_states(work: Any) -> tuple[Any, Any]:
+    """(what the net actor reads, what only the children encoder reads besides it).
+
+    Go with expected loss keeps every position's board state (~0.8 kB a position, nearly the
+    size of its packed planes) for ``encode_go_children``; the Ray runner ships it as an object
+    of its own so that it never travels to the net actor's node. Otherwise the second part is
+    None.
+    """
+    states = getattr(work, "states", None)  # GoWork only
+    if states is None:
+        return work, None
+    return dataclasses.replace(work, states=None), states
+
+
+def encode_children(
+    config: ExtractConfig, work: Any, nets: Any, states: Any = None
+) -> ChildPositions:
+    """The positions after moves of one chunk, for the net step's ``evaluate_children``;
+    ``states`` is the second part of :func:`split_states` (Go)."""
     if config.game == "chess":
         from pipeline.extract_chess import encode_chess_children
 
         return encode_chess_children(work, nets)
     from pipeline.extract_go import encode_go_children
 
-    return encode_go_children(work, nets)
+    return encode_go_children(work, nets, states)
 
 
 def run_nets(config: ExtractConfig, step: Any, work: Any) -> tuple[Any, ChildValues | None]:
     """Both net passes of a chunk in one process (``kibitz estimate``, tests): what the Ray
     runner chains as ``evaluate`` → ``children_task`` → ``evaluate_children``."""
+    work, states = split_states(work)
     nets = step(work)
     if not needs_children(config):
         return nets, None
-    return nets, step.evaluate_children(encode_children(config, work, nets))
+    return nets, step.evaluate_children(encode_children(config, work, nets, states))
 
 
 def quarantine_rows(games: pa.Table, part: Part, rows: dict[int, str], error_type: str) -> pa.Table:

@@ -8,6 +8,7 @@ and the KataGo net costs ~20 ms a position on one CPU core.
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from pipeline.encode_go import IllegalCandidateError, encode_children, encode_ga
 from pipeline.evaluator import make_evaluator
 from pipeline.extract_config import ConfigError, ExtractConfig, config_from_dict, preset
 from pipeline.extract_go import GoNetResult, GoNetStep, GoWork, assemble_go, encode_go
-from pipeline.extract_steps import Part, read_games_rows, run_nets
+from pipeline.extract_steps import Part, read_games_rows, run_nets, split_states
 from pipeline.features_schema import PARTITION_COLUMNS
 from pipeline.go_outputs import policy_probabilities, postprocess
 from pipeline.go_rank_policy import UnknownRankError
@@ -234,6 +235,24 @@ def test_expected_loss_on_ray_equals_the_steps(go, tmp_path):
     np.testing.assert_array_equal(got["expected_loss_moves"], want["expected_loss_moves"])
     for col in ("v_before", "expected_loss"):
         np.testing.assert_allclose(got[col], want[col].to_numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_board_states_travel_apart_from_what_the_net_actor_reads(go):
+    """Ray's encode task returns ``split_states``: the net actor's work without the board
+    states (which only the children encoder reads), and the states, every row's."""
+    assert go.work.states is not None  # expected loss is on
+    net_work, states = split_states(go.work)
+    assert net_work.states is None and states is go.work.states
+    assert states.board.shape[0] == len(go.work.is_move) == GAMES * (PLIES + 1)
+    np.testing.assert_array_equal(net_work.is_move, go.work.is_move)
+    assert states.legal is go.work.positions.legal  # the legal masks travel either way
+    own = [a for k, a in vars(states).items() if isinstance(a, np.ndarray) and k != "legal"]
+    state_bytes = sum(a.nbytes for a in own)
+    sent = len(pickle.dumps(net_work, protocol=5))
+    assert len(pickle.dumps(go.work, protocol=5)) - sent >= state_bytes
+    assert state_bytes / len(states.board) > 800  # ~0.8 kB a position stays on the CPU side
+    without = config_from_dict({**go.config.to_dict(), "expected_loss": {"net": None}})
+    assert split_states(encode_go(go.games, without))[1] is None
 
 
 # -- children encoded from stored board states -----------------------------------------------
