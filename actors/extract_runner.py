@@ -6,12 +6,11 @@ Per part of a games file (a chunk, or one game on the retry path) the runner cha
                             └─> children_task (CPU) ──> EvaluatorActor.evaluate_children ─┘
                                 (chess value net, Go expected loss: positions after moves)
 
-``encode_task`` returns two objects: the work, and Go's board states (expected loss only),
-which only ``children_task`` reads; the net actor's node never fetches them.
-
 as ObjectRefs, so Ray starts each stage when its inputs exist and several chunks are at
 different stages at once: the nets of chunk i run while chunk i+1 is encoded and chunk i−1 is
 searched by Stockfish. The driver bounds the chunks in flight (``max_in_flight``).
+``encode_task`` returns two objects: the work, and Go's board states (expected loss only),
+which only ``children_task`` reads; the net actor's node never fetches them.
 
 Plain actors, not Ray Data ``map_batches``. Measured on this 2-core machine (Ray 2.60, trivial
 work, 4 batches of 2,000 rows, median of 3): a Ray Data pipeline ``from_items →
