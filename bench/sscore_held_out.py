@@ -1,0 +1,95 @@
+"""Mean s-score per rank group on every game a shipped s-score net never saw, with standard errors.
+
+    python bench/sscore_held_out.py chess            # kibitz-sscore-chess, all moves
+    python bench/sscore_held_out.py go --positions 16
+
+Two held-out sets, then both pooled:
+- the evaluation split (``pipeline/data_split.py``) of the ``testing/`` files the net trained on;
+- the whole ``candidating/`` split, which no Kibitz net trains on.
+
+Issue #8 asks the mean s-score to rise with rank group on held-out games. Each line gives the
+gap to the group below in standard errors of the difference, so a user sees which neighbours
+the net separates and which are within noise, and whether a second held-out set agrees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+import pyarrow as pa
+
+from pipeline import ingest_pgn, ingest_sgf, model_registry, settings
+from pipeline.data_split import EVALUATION, assign_splits
+from pipeline.sscore_batches import RANK_GROUPS, build_pool
+from pipeline.sscore_eval import group_means, group_sems, instance_scores
+
+SPLITS = {
+    "chess": ("chess/lichess-2024-02-blitz", ".pgn.zst", ingest_pgn),
+    "go": ("go/fox-selected", ".sgf", ingest_sgf),
+}
+
+
+def read_split(game: str, split: str) -> pa.Table:
+    """Every game of one split's rank-group files, as ``kibitz ingest`` reads them."""
+    folder, suffix, reader = SPLITS[game]
+    root = settings.data_dir() / folder / split
+    files = [root / f"{group}{suffix}" for group in RANK_GROUPS[game]]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise FileNotFoundError(f"real game files missing (KIBITZ_DATA_DIR): {missing}")
+    chunks = reader.plan_chunks(files, games_per_chunk=100_000)
+    return pa.concat_tables(reader.read_chunk(c).games for c in chunks)
+
+
+def held_out_scores(net, games: pa.Table, game: str, positions: int | None):
+    """(instance scores, instance rank groups) of ``games``."""
+    pool = build_pool(games, game, positions_per_instance=positions, seed=3)
+    return instance_scores(net, pool), pool.instance_group.astype(np.int64)
+
+
+def report(name: str, scores: np.ndarray, groups: np.ndarray, labels: tuple[str, ...]) -> None:
+    means, counts = group_means(scores, groups, len(labels))
+    sems = group_sems(scores, groups, len(labels))
+    print(f"\n{name}: {int(counts.sum())} instances")
+    print("| group | instances | mean s-score | s.e. | gap to the group below, s.e. |")
+    print("|---|---|---|---|---|")
+    for i, label in enumerate(labels):
+        gap = ""
+        if i:
+            gap = f"{(means[i] - means[i - 1]) / math.hypot(sems[i], sems[i - 1]):+.1f}"
+        print(f"| {label} | {counts[i]} | {means[i]:+.3f} | {sems[i]:.3f} | {gap} |")
+    rising = int(np.sum(np.diff(means) > 0))
+    print(f"rises at {rising} of {len(labels) - 1} steps")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("game", choices=sorted(SPLITS))
+    parser.add_argument("--model", default=None, help="default: kibitz-sscore-GAME")
+    parser.add_argument(
+        "--positions", type=int, default=None, help="random moves per instance (default: all)"
+    )
+    args = parser.parse_args()
+    net = model_registry.load_net(args.model or f"kibitz-sscore-{args.game}")
+    labels = tuple(RANK_GROUPS[args.game])
+
+    testing = read_split(args.game, "testing")
+    testing = testing.filter(pa.array(assign_splits(testing["game_id"].to_pylist()) == EVALUATION))
+    candidating = read_split(args.game, "candidating")
+    parts = {
+        f"testing/ evaluation split ({testing.num_rows} games)": testing,
+        f"candidating/ ({candidating.num_rows} games)": candidating,
+    }
+    pooled_scores, pooled_groups = [], []
+    for name, games in parts.items():
+        scores, groups = held_out_scores(net, games, args.game, args.positions)
+        report(name, scores, groups, labels)
+        pooled_scores.append(scores)
+        pooled_groups.append(groups)
+    report("both, pooled", np.concatenate(pooled_scores), np.concatenate(pooled_groups), labels)
+
+
+if __name__ == "__main__":
+    main()
