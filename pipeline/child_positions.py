@@ -13,19 +13,24 @@ Python: on an H100 the chess value-net path spent 10.6 s of a 32 s run encoding 
 the actor (docs/gpu.md).
 
 The game-specific encoders are ``extract_chess.encode_chess_children`` and
-``extract_go.encode_go_children``; each net step's ``evaluate_children`` values them.
+``extract_go.encode_go_children``; each net step's ``evaluate_children`` values them through
+:func:`value_children`.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pipeline.expected_loss import LikelyMoves
 from pipeline.packed_planes import PackedPlanes, concat_packed, pack_planes
+
+if TYPE_CHECKING:  # the CPU tasks that encode children never load torch
+    from pipeline.net_bank import NetBank, NetJob
 
 ENCODE_ROWS = 1024  # children encoded per call: 29 MB (chess) / 33 MB (Go) of float planes
 
@@ -89,3 +94,27 @@ def encode_packed(
         packs.append(pack_planes(planes))
         rows.append(per_row)
     return concat_packed(packs), [np.concatenate(column) for column in zip(*rows, strict=True)]
+
+
+def value_children(
+    bank: NetBank,
+    job: NetJob,
+    kids: ChildPositions,
+    to_value: Callable[[dict[str, np.ndarray]], np.ndarray],
+) -> ChildValues:
+    """Run ``job`` over every child in the bank's batches; ``to_value`` turns the job's
+    outputs (C rows) into the value column. Seconds: this call's and the nets' own."""
+    t0 = time.perf_counter()
+    net_before = bank.timer.net_s
+
+    def source(start: int, stop: int) -> dict[str, Any]:
+        return {
+            name: rows.rows(start, stop) if isinstance(rows, PackedPlanes) else rows[start:stop]
+            for name, rows in kids.inputs.items()
+        }
+
+    value = to_value(bank.run([job], source, len(kids))[job.key])
+    return ChildValues(
+        value, kids.n_final, kids.rows, kids.cols, kids.seconds,
+        time.perf_counter() - t0, bank.timer.net_s - net_before,
+    )  # fmt: skip

@@ -51,7 +51,13 @@ import pyarrow as pa
 
 from pipeline.chess_policy import legal_move_entries
 from pipeline.chess_spec import POLICY_SIZE, unpack_move
-from pipeline.child_positions import ChildPositions, ChildValues, encode_packed, unplayed_likely
+from pipeline.child_positions import (
+    ChildPositions,
+    ChildValues,
+    encode_packed,
+    unplayed_likely,
+    value_children,
+)
 from pipeline.encode_chess import (
     OUTCOME_CHECKMATE,
     OUTCOME_DRAW,
@@ -246,21 +252,13 @@ class ChessNetStep:
     def evaluate_children(self, kids: ChildPositions) -> ChildValues:
         """The value net's win rates of the positions after moves (:func:`encode_chess_children`),
         exact where the game is over there."""
-        t0 = time.perf_counter()
-        net_before = self.bank.timer.net_s
         job = self.jobs[self.value_key]
         job = NetJob(job.key, job.model, (self.value_output,))
-        planes = kids.inputs["planes"]
 
-        def source(start: int, stop: int) -> dict[str, Input]:
-            return {"planes": planes.rows(start, stop)}  # (B, 112, 8, 8) packed
+        def win_rate(outputs: dict[str, np.ndarray]) -> np.ndarray:
+            return apply_outcome(win_rate_from_value_head(outputs[self.value_output]), kids.after)
 
-        out = self.bank.run([job], source, len(kids))[job.key][self.value_output]
-        w = apply_outcome(win_rate_from_value_head(out), kids.after)
-        return ChildValues(
-            w, kids.n_final, kids.rows, kids.cols, kids.seconds,
-            time.perf_counter() - t0, self.bank.timer.net_s - net_before,
-        )  # fmt: skip
+        return value_children(self.bank, job, kids, win_rate)
 
 
 def encode_chess_children(work: ChessWork, nets: ChessNetResult) -> ChildPositions:

@@ -41,7 +41,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from pipeline.child_positions import ChildPositions, ChildValues, encode_packed, unplayed_likely
+from pipeline.child_positions import (
+    ChildPositions,
+    ChildValues,
+    encode_packed,
+    unplayed_likely,
+    value_children,
+)
 from pipeline.encode_go import GoBoardStates, GoPositions, encode_children, encode_games
 from pipeline.expected_loss import LikelyMoves, expected_loss, select_likely
 from pipeline.extract_config import ConfigError, ExtractConfig, NetConfig
@@ -64,8 +70,8 @@ class GoWork:
     """One chunk's games encoded; ``is_move`` marks rows of real moves (not final positions).
 
     ``states`` (expected loss only) are read by the children encoder alone, never by the net
-    actor, so the Ray runner ships them apart (``extract_steps.split_states``): at ~0.8 kB a
-    position they are nearly as large as the packed planes.
+    actor, so the Ray runner ships them apart (``extract_steps.split_states``; ~0.8 kB a
+    position, tests/test_extract_go.py).
     """
 
     games: pa.Table
@@ -230,22 +236,12 @@ class GoNetStep:
 
     def evaluate_children(self, kids: ChildPositions) -> ChildValues:
         """White's lead in the positions after the likely moves (:func:`encode_go_children`)."""
-        t0 = time.perf_counter()
-        net_before = self.bank.timer.net_s
         job = self.jobs[self.value_key]
         job = NetJob(job.key, job.model, VALUE_OUTPUTS, job.inputs_from)
-        spatial, global_ = kids.inputs["spatial"], kids.inputs["global"]
-
-        def source(start: int, stop: int) -> dict[str, Input]:
-            # (B, 22, 19, 19) packed, (B, 19)
-            return {"spatial": spatial.rows(start, stop), "global": global_[start:stop]}
-
-        raw = self.bank.run([job], source, len(kids))[job.key]
-        leads = white_lead(raw, kids.after, self.bank.nets[job.model].meta)
-        return ChildValues(
-            leads, kids.n_final, kids.rows, kids.cols, kids.seconds,
-            time.perf_counter() - t0, self.bank.timer.net_s - net_before,
-        )  # fmt: skip
+        meta = self.bank.nets[job.model].meta
+        return value_children(
+            self.bank, job, kids, lambda outputs: white_lead(outputs, kids.after, meta)
+        )
 
     def __call__(self, work: GoWork) -> GoNetResult:
         t0 = time.perf_counter()

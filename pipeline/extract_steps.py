@@ -125,10 +125,9 @@ def needs_children(config: ExtractConfig) -> bool:
 def split_states(work: Any) -> tuple[Any, Any]:
     """(what the net actor reads, what only the children encoder reads besides it).
 
-    Go with expected loss keeps every position's board state (~0.8 kB a position, nearly the
-    size of its packed planes) for ``encode_go_children``; the Ray runner ships it as an object
-    of its own so that it never travels to the net actor's node. Otherwise the second part is
-    None.
+    Go with expected loss keeps every position's board state (~0.8 kB a position) for
+    ``encode_go_children``; the Ray runner ships it as an object of its own so that it never
+    travels to the net actor's node. Otherwise the second part is None.
     """
     states = getattr(work, "states", None)  # GoWork only
     if states is None:
