@@ -7,8 +7,8 @@
 Prints, per game kind: positions/s end to end, seconds per stage, the nets' share of the net
 stage's wall time, and the ratio of the net stage to a baseline measured in the same run on a
 subset the way existing research tooling works (one game at a time, python-chess / a replay per
-position, one position per net call). Chess also prints Stockfish throughput with 1, 2, 4, …
-engines up to the machine's cores (medians over repeats).
+position, one position per net call). Chess with Stockfish values also prints Stockfish
+throughput with 1, 2, 4, … engines up to the machine's cores (``bench_stockfish.py``).
 """
 
 from __future__ import annotations
@@ -16,14 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import chess
 import torch
+from bench_stockfish import stockfish_scaling
 
 from actors.extract_runner import plan_actors
 from pipeline import settings
@@ -38,7 +37,6 @@ from pipeline.go_rules import GoGameSpec
 from pipeline.ingest import IngestConfig, format_summary, resolve_sources, run_ingest
 from pipeline.model_registry import load_net
 from pipeline.selection import load_preset
-from pipeline.stockfish_eval import StockfishEvaluator, StockfishSettings
 
 SPLITS = {
     "chess": settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "candidating",
@@ -113,41 +111,6 @@ def baseline_go(games_root: Path, config, positions: int, device: dict) -> float
     return done / (time.perf_counter() - t0)
 
 
-def stockfish_scaling(games_root: Path, config, nodes: int, repeats: int = 3) -> dict[int, float]:
-    """Searches/s with 1, 2, 4, … engines up to the machine's cores, on the same FENs (40 per
-    engine at the largest count; each engine its own process)."""
-    counts = [1, 2]
-    while counts[-1] * 2 <= (os.cpu_count() or 2):
-        counts.append(counts[-1] * 2)
-    fens = []
-    for game in first_games(games_root, config, 8):
-        board = chess.Board()
-        for m in game["moves"]:
-            fens.append(board.fen())
-            board.push_uci(m)
-    fens = fens[: 40 * counts[-1]]
-    out = {}
-    for engines in counts:
-        rates = []
-        for _ in range(repeats):
-            evals = [StockfishEvaluator(StockfishSettings(nodes=nodes)) for _ in range(engines)]
-            parts = [fens[i::engines] for i in range(engines)]
-            threads = [
-                threading.Thread(target=e.evaluate, args=(p,))
-                for e, p in zip(evals, parts, strict=True)
-            ]
-            t0 = time.perf_counter()
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-            rates.append(len(fens) / (time.perf_counter() - t0))
-            for e in evals:
-                e.close()
-        out[engines] = statistics.median(rates)
-    return out
-
-
 def bench(game: str, args: argparse.Namespace, work: Path) -> dict:
     config = load_config(args.config) if args.config else preset(game)
     if args.nodes:
@@ -180,8 +143,7 @@ def bench(game: str, args: argparse.Namespace, work: Path) -> dict:
         result["stockfish_nodes"] = config.value.nodes
         result["stockfish_searches"] = run["stockfish_searches"]
         result["stockfish_positions_per_s_by_engines"] = {
-            k: round(v, 1)
-            for k, v in stockfish_scaling(games_root, config, config.value.nodes).items()
+            k: round(v, 1) for k, v in stockfish_scaling(config.value.nodes).items()
         }
     return result
 

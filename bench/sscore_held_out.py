@@ -10,6 +10,10 @@ Two held-out sets, then both pooled:
 Issue #8 asks the mean s-score to rise with rank group on held-out games. Each line gives the
 gap to the group below in standard errors of the difference, so a user sees which neighbours
 the net separates and which are within noise, and whether a second held-out set agrees.
+
+``--seen-players`` also splits each set's instances by whether their player has a training game
+in the same rank group (splits are by game, so a player's other games may be trained on): if the
+net had learnt players rather than strength, held-out means would rise only for players it saw.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ import math
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline import ingest_pgn, ingest_sgf, model_registry, settings
-from pipeline.data_split import EVALUATION, assign_splits
-from pipeline.sscore_batches import RANK_GROUPS, build_pool
+from pipeline.data_split import EVALUATION, TRAIN, assign_splits
+from pipeline.sscore_batches import RANK_GROUPS, PositionPool, build_pool
 from pipeline.sscore_eval import group_means, group_sems, instance_scores
 
 SPLITS = {
@@ -44,9 +49,49 @@ def read_split(game: str, split: str) -> pa.Table:
 
 
 def held_out_scores(net, games: pa.Table, game: str, positions: int | None):
-    """(instance scores, instance rank groups) of ``games``."""
+    """(instance scores, the pool they were scored on) of ``games``."""
     pool = build_pool(games, game, positions_per_instance=positions, seed=3)
-    return instance_scores(net, pool), pool.instance_group.astype(np.int64)
+    return instance_scores(net, pool), pool
+
+
+def player_keys(players: pa.Array, groups: pa.Array) -> pa.Array:
+    """``player NUL rank group``: one key per (player, group), as a training game counts."""
+    return pc.binary_join_element_wise(players, groups, "\x00")
+
+
+def seen_in_training(
+    pool: PositionPool, games: pa.Table, train: pa.Table, labels: tuple[str, ...]
+) -> np.ndarray:
+    """(I,) bool: the instance's player has a game in ``train`` in the instance's rank group."""
+    seen = pa.concat_arrays(
+        [
+            player_keys(train[side].combine_chunks(), train[f"{side}_rank_group"].combine_chunks())
+            for side in ("white", "black")
+        ]
+    )
+    at = pc.index_in(pa.array(pool.instance_game_id), games["game_id"]).to_numpy()
+    white = games["white"].to_numpy(zero_copy_only=False)[at]
+    black = games["black"].to_numpy(zero_copy_only=False)[at]
+    player = pa.array(np.where(pool.instance_black, black, white))
+    group = pool.instance_group.astype(np.int64)
+    label = np.where(group >= 0, np.asarray(labels, dtype=object)[group], "")
+    keys = player_keys(player, pa.array(label.astype(str)))
+    return pc.is_in(keys, value_set=seen).to_numpy(zero_copy_only=False)
+
+
+def report_seen(scores: np.ndarray, groups: np.ndarray, seen: np.ndarray, labels) -> None:
+    """Mean s-score per group of players seen in training against players not seen."""
+    print("| group | seen players: instances | mean ± s.e. | unseen: instances | mean ± s.e. |")
+    print("|---|---|---|---|---|")
+    parts = [(seen, *group_means(scores[seen], groups[seen], len(labels)))]
+    parts.append((~seen, *group_means(scores[~seen], groups[~seen], len(labels))))
+    sems = [group_sems(scores[m], groups[m], len(labels)) for m, _, _ in parts]
+    for i, label in enumerate(labels):
+        cells = [
+            f"{counts[i]} | {means[i]:+.3f} ± {sem[i]:.3f}"
+            for (_, means, counts), sem in zip(parts, sems, strict=True)
+        ]
+        print(f"| {label} | {' | '.join(cells)} |")
 
 
 def report(name: str, scores: np.ndarray, groups: np.ndarray, labels: tuple[str, ...]) -> None:
@@ -71,12 +116,19 @@ def main() -> None:
     parser.add_argument(
         "--positions", type=int, default=None, help="random moves per instance (default: all)"
     )
+    parser.add_argument(
+        "--seen-players",
+        action="store_true",
+        help="also split each set by whether the player has a training game in the group",
+    )
     args = parser.parse_args()
     net = model_registry.load_net(args.model or f"kibitz-sscore-{args.game}")
     labels = tuple(RANK_GROUPS[args.game])
 
     testing = read_split(args.game, "testing")
-    testing = testing.filter(pa.array(assign_splits(testing["game_id"].to_pylist()) == EVALUATION))
+    split = assign_splits(testing["game_id"].to_pylist())
+    train = testing.filter(pa.array(split == TRAIN))
+    testing = testing.filter(pa.array(split == EVALUATION))
     candidating = read_split(args.game, "candidating")
     parts = {
         f"testing/ evaluation split ({testing.num_rows} games)": testing,
@@ -84,8 +136,11 @@ def main() -> None:
     }
     pooled_scores, pooled_groups = [], []
     for name, games in parts.items():
-        scores, groups = held_out_scores(net, games, args.game, args.positions)
+        scores, pool = held_out_scores(net, games, args.game, args.positions)
+        groups = pool.instance_group.astype(np.int64)
         report(name, scores, groups, labels)
+        if args.seen_players:
+            report_seen(scores, groups, seen_in_training(pool, games, train, labels), labels)
         pooled_scores.append(scores)
         pooled_groups.append(groups)
     report("both, pooled", np.concatenate(pooled_scores), np.concatenate(pooled_groups), labels)
