@@ -5,9 +5,10 @@
 
 Positions come from real Lichess games (the testing split's 1400-1600 file), 40 per engine at
 the largest count, so every count searches the same positions. Each engine is driven from its
-own process, as extraction runs it (one Ray actor per engine): driving all engines from threads
-of one process measures that process's GIL instead (python-chess parses every UCI ``info``
-line), which flattened the curve at about 380 searches/s on a 16-core node. Each count starts
+own process, as extraction runs it (one Ray actor per engine). Driving all engines from threads
+of one Python process (python-chess parses every UCI ``info`` line under one GIL) flattened the
+curve at about 380 searches/s on a 16-core node, where one process per engine reaches 1,328:
+it measured the driver, not the engines. Each count starts
 its engines, waits until all are up, then times the searches; medians over ``--repeats``, and
 the speed-up against one engine measured in the same run.
 """

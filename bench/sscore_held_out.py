@@ -11,9 +11,12 @@ Issue #8 asks the mean s-score to rise with rank group on held-out games. Each l
 gap to the group below in standard errors of the difference, so a user sees which neighbours
 the net separates and which are within noise, and whether a second held-out set agrees.
 
-``--seen-players`` also splits each set's instances by whether their player has a training game
-in the same rank group (splits are by game, so a player's other games may be trained on): if the
-net had learnt players rather than strength, held-out means would rise only for players it saw.
+``--seen-players`` (chess) also splits each set's instances by whether their player has a
+training game in the same rank group (splits are by game, so a player's other games may be
+trained on): if the net had learnt players rather than strength, held-out means would rise only
+for players it saw. Chess only: ``kibitz-sscore-chess`` trained on every training-split game of
+the testing files, so those are exactly the games it saw; the Go net trained on a subset that
+also draws on ``by-player/``.
 """
 
 from __future__ import annotations
@@ -81,16 +84,15 @@ def seen_in_training(
 
 def report_seen(scores: np.ndarray, groups: np.ndarray, seen: np.ndarray, labels) -> None:
     """Mean s-score per group of players seen in training against players not seen."""
+    n = len(labels)
+    stats = [
+        (*group_means(scores[m], groups[m], n), group_sems(scores[m], groups[m], n))
+        for m in (seen, ~seen)
+    ]
     print("| group | seen players: instances | mean ± s.e. | unseen: instances | mean ± s.e. |")
     print("|---|---|---|---|---|")
-    parts = [(seen, *group_means(scores[seen], groups[seen], len(labels)))]
-    parts.append((~seen, *group_means(scores[~seen], groups[~seen], len(labels))))
-    sems = [group_sems(scores[m], groups[m], len(labels)) for m, _, _ in parts]
     for i, label in enumerate(labels):
-        cells = [
-            f"{counts[i]} | {means[i]:+.3f} ± {sem[i]:.3f}"
-            for (_, means, counts), sem in zip(parts, sems, strict=True)
-        ]
+        cells = [f"{counts[i]} | {means[i]:+.3f} ± {sems[i]:.3f}" for means, counts, sems in stats]
         print(f"| {label} | {' | '.join(cells)} |")
 
 
@@ -119,9 +121,11 @@ def main() -> None:
     parser.add_argument(
         "--seen-players",
         action="store_true",
-        help="also split each set by whether the player has a training game in the group",
+        help="chess: also split each set by whether the player has a training game in the group",
     )
     args = parser.parse_args()
+    if args.seen_players and args.game != "chess":
+        parser.error("--seen-players is chess only (see the module docstring)")
     net = model_registry.load_net(args.model or f"kibitz-sscore-{args.game}")
     labels = tuple(RANK_GROUPS[args.game])
 
