@@ -27,6 +27,8 @@ from pipeline import settings
 from pipeline.check_chess import read_games
 from pipeline.stockfish_eval import StockfishEvaluator, StockfishSettings
 
+# bench_chess_nets.GAMES_FILE, not imported from there: that module loads torch, and every
+# spawned engine process imports this one
 GAMES_FILE = ("chess", "lichess-2024-02-blitz", "testing", "1400-1600.pgn.zst")
 
 

@@ -14,7 +14,8 @@ the net separates and which are within noise, and whether a second held-out set 
 ``--seen-players`` (chess) also splits each set's instances by whether their player has a
 training game in the same rank group (splits are by game, so a player's other games may be
 trained on): if the net had learnt players rather than strength, held-out means would rise only
-for players it saw. Chess only: ``kibitz-sscore-chess`` trained on every training-split game of
+for players it saw. It first prints how many distinct players each group's training games
+have. Chess only: ``kibitz-sscore-chess`` trained on every training-split game of
 the testing files, so those are exactly the games it saw; the Go net trained on a subset that
 also draws on ``by-player/``.
 """
@@ -82,6 +83,28 @@ def seen_in_training(
     return pc.is_in(keys, value_set=seen).to_numpy(zero_copy_only=False)
 
 
+def report_training_players(train: pa.Table, labels: tuple[str, ...]) -> None:
+    """Per group of the training games: player-games, distinct players and the most games of
+    one player (a group of few players lets the net see the same players again)."""
+    sides = pa.concat_tables(
+        pa.table({"group": train[f"{side}_rank_group"], "player": train[side]})
+        for side in ("white", "black")
+    )
+    per_player = sides.group_by(["group", "player"]).aggregate([([], "count_all")])
+    stats = per_player.group_by("group").aggregate(
+        [("count_all", "sum"), ("count_all", "count"), ("count_all", "max")]
+    )
+    rows = {g: i for i, g in enumerate(stats["group"].to_pylist())}
+    print(f"\ntraining split ({train.num_rows} games), players per group:")
+    print("| group | player-games | players | player-games a player | most of one player |")
+    print("|---|---|---|---|---|")
+    for label in labels:
+        i = rows[label]
+        games, players = stats["count_all_sum"][i].as_py(), stats["count_all_count"][i].as_py()
+        most = stats["count_all_max"][i].as_py()
+        print(f"| {label} | {games} | {players} | {games / players:.2f} | {most} |")
+
+
 def report_seen(scores: np.ndarray, groups: np.ndarray, seen: np.ndarray, labels) -> None:
     """Mean s-score per group of players seen in training against players not seen."""
     n = len(labels)
@@ -138,6 +161,8 @@ def main() -> None:
         f"testing/ evaluation split ({testing.num_rows} games)": testing,
         f"candidating/ ({candidating.num_rows} games)": candidating,
     }
+    if args.seen_players:
+        report_training_players(train, labels)
     pooled_scores, pooled_groups = [], []
     for name, games in parts.items():
         scores, pool = held_out_scores(net, games, args.game, args.positions)
