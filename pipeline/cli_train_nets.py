@@ -9,6 +9,8 @@ Added to ``kibitz train`` (``pipeline/cli_train.py``) by :func:`add_parsers`::
 
 ``--out`` receives checkpoints/, model.kibitz.pt, model.onnx, model.yaml, MODEL_CARD.md and the
 MLflow store (unless ``--tracking-uri``); ``--resume`` continues from its checkpoint.
+``--init-from MODEL`` starts a new run from a trained model's weights (same format and net
+shape) with a fresh schedule, to train a shipped model further or on other games.
 ``--register NAME --models-root DIR`` then copies the model into ``DIR/NAME`` and adds it to
 ``DIR/registry.yaml``, after which ``kibitz models list`` shows it and ``load_net(NAME)`` loads it
 (see docs/train.md).
@@ -40,12 +42,13 @@ SHARED_OPTIONS: tuple[Option, ...] = (
     ("--max-train-games", int, "use at most this many training games (a fixed subset)"),
     ("--max-validation-games", int, "validation games of the per-epoch figures"),
     ("--max-evaluation-games", int, "evaluation games of the final figures (default: all)"),
+    ("--evaluation-positions", int, "moves per instance in the final evaluation (default: all)"),
+    ("--init-from", str, "start from this model's weights (registry name or .kibitz.pt path)"),
 )
 SSCORE_OPTIONS: tuple[Option, ...] = (
     ("--groups", int, "G: groups per batch (default 4)"),
     ("--positions", int, "P: positions per rank and group (default 4)"),
     ("--max-reference-games", int, "training games of the protocol's reference means"),
-    ("--evaluation-positions", int, "moves per instance in the final evaluation (default: all)"),
 )
 POLICY_OPTIONS: tuple[Option, ...] = (("--batch-size", int, "positions per step (default 64)"),)
 # Option dests whose config field has another name.

@@ -19,6 +19,7 @@ import yaml
 
 from pipeline.model_export import CARD_NAME, GO_POLICY_FORMAT, HEADER_NAME, SSCORE_FORMAT
 from pipeline.sscore_eval import NS, PUBLISHED_ACCURACY, SScoreEvaluation
+from pipeline.train_loop import positions_trained
 
 _SPLIT_TEXT = (
     "Deterministic split by game (`pipeline/data_split.py`): blake2b of salt + game_id → "
@@ -28,7 +29,7 @@ _SPLIT_TEXT = (
 )
 # Run facts the card states in prose; every other ``train`` entry is listed as a setting.
 _RUN_KEYS = ("commands", "games", "steps", "train_seconds", "positions_per_second",
-             "torch_threads", "games_dir")  # fmt: skip
+             "torch_threads", "games_dir", "init_from_model", "positions_trained")  # fmt: skip
 
 
 def _ingest_command(game: str, games: dict[str, Any] | None, games_dir: str) -> str | None:
@@ -62,6 +63,18 @@ def _made(header: dict[str, Any]) -> list[str]:
             f"{train['games'].get('kept'):,} games kept), run from the repository root.",
             "",
         ]
+    init = train.get("init_from_model")
+    if init:
+        lines += [
+            f"Started from the weights of `{init['model']}` (sha256 `{init['sha256']}`: "
+            f"{init['steps']} steps, {init['train_seconds'] / 60:.1f} min, "
+            f"{init['positions']:,} training positions), made by:",
+            "",
+            *(f"- `{c}`" for c in init["commands"]),
+            "",
+            "and trained further (new optimiser and learning-rate schedule) by:",
+            "",
+        ]
     lines += [
         *_commands(train.get("commands") or []),
         _SPLIT_TEXT.format(fractions=tuple(train["split_fractions"]), salt=train["split_salt"]),
@@ -85,9 +98,8 @@ def _made(header: dict[str, Any]) -> list[str]:
 
 
 def _positions_seen(header: dict[str, Any]) -> int:
-    """Training positions of the model's run (steps × positions per step)."""
-    train = header["train"]
-    return round(train["positions_per_second"] * train["train_seconds"], -3)
+    """Training positions behind the weights (this run's and its initial model's)."""
+    return round(positions_trained(header["train"]), -3)
 
 
 def sscore_card(header: dict[str, Any], name: str) -> str:

@@ -53,8 +53,7 @@ class SScoreEvaluation:
     @property
     def gap_z(self) -> np.ndarray:
         """(R-1,) each adjacent gap of the evaluation means over its standard error."""
-        se = np.sqrt(self.evaluation_sem[1:] ** 2 + self.evaluation_sem[:-1] ** 2)
-        return np.diff(self.evaluation_mean) / np.maximum(se, 1e-12)
+        return adjacent_gap_z(self.evaluation_mean, self.evaluation_sem)
 
     @classmethod
     def from_dict(cls, d: dict) -> SScoreEvaluation:
@@ -157,6 +156,12 @@ def group_sems(scores: np.ndarray, groups: np.ndarray, num_groups: int) -> np.nd
     )
     var = dev / np.maximum(counts - 1, 1)
     return np.where(counts > 1, np.sqrt(var / np.maximum(counts, 1)), 0.0)
+
+
+def adjacent_gap_z(mean: np.ndarray, sem: np.ndarray) -> np.ndarray:
+    """(R-1,) each adjacent gap of group means over the standard error of the difference."""
+    se = np.sqrt(sem[1:] ** 2 + sem[:-1] ** 2)
+    return np.diff(mean) / np.maximum(se, 1e-12)
 
 
 def rank_prediction_accuracy(

@@ -283,6 +283,7 @@ def _pool(
     config: GoPolicyTrainConfig,
     seed: int,
     table,
+    per_instance: int | None,
 ) -> PositionPool:
     games = load_split_games(
         games_dir, "go", split, max_games=max_games, split_config=config.split_config(), table=table
@@ -291,7 +292,7 @@ def _pool(
     pool = build_pool(
         games,
         "go",
-        positions_per_instance=config.positions_per_instance,
+        positions_per_instance=per_instance,
         seed=seed,
         komi=config.komi,
     )
@@ -330,12 +331,13 @@ def train(
     ckpt_dir = out_dir / "checkpoints"
     net, optimizer, state = start_run(
         lambda: GoRankPolicyNet(config.net_config()), config, ckpt_dir, resume=resume,
-        command=command,
+        command=command, init_shape=(GO_POLICY_FORMAT, config.net_config().to_dict()),
     )  # fmt: skip
     table = read_games(games_dir, "go")
-    train_pool = _pool(games_dir, "train", config.max_train_games, config, config.seed, table)
+    per = config.positions_per_instance
+    train_pool = _pool(games_dir, "train", config.max_train_games, config, config.seed, table, per)
     val_pool = _pool(
-        games_dir, "validation", config.max_validation_games, config, config.seed + 1, table
+        games_dir, "validation", config.max_validation_games, config, config.seed + 1, table, per
     )
     ranks = position_ranks(train_pool)
     usable = np.flatnonzero(ranks >= 0)
@@ -370,8 +372,9 @@ def train(
         )
         if evaluate:
             eval_pool = _pool(
-                games_dir, "evaluation", config.max_evaluation_games, config, config.seed + 3, table
-            )
+                games_dir, "evaluation", config.max_evaluation_games, config, config.seed + 3,
+                table, config.evaluation_positions_per_instance,
+            )  # fmt: skip
             result.evaluation = evaluate_policy(net, eval_pool)
             tracking.log_metrics(
                 {

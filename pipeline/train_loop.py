@@ -64,6 +64,12 @@ class TrainSettings:
     split_fractions: tuple[float, float, float] = (0.8, 0.1, 0.1)  # train, validation, evaluation
     split_salt: str = SplitConfig().salt
     log_every: int = 20
+    # Registry name or ``model.kibitz.pt`` path of a model of the same format and net shape
+    # whose weights a new run starts from (continued training); the schedule starts afresh.
+    init_from: str | None = None
+    # Moves of each instance in the final evaluation; None: all its moves (an instance is a
+    # player's moves in one game, and fewer moves only add noise).
+    evaluation_positions_per_instance: int | None = None
 
     def split_config(self) -> SplitConfig:
         train, validation, evaluation = self.split_fractions
@@ -120,6 +126,10 @@ class TrainState:
     history: list[dict[str, float]]  # one row per validation (epoch)
     train_seconds: float  # training time summed over all resumed runs
     commands: list[str] = field(default_factory=list)  # command line of each invocation
+    # The model of ``init_from`` as the run started: name, sha256, steps, training seconds,
+    # positions seen and commands (the model card lists them; a later registration under the
+    # same name cannot change what is recorded here).
+    init: dict[str, Any] | None = None
 
 
 def save_checkpoint(
@@ -142,6 +152,7 @@ def save_checkpoint(
             "history": state.history,
             "train_seconds": state.train_seconds,
             "commands": state.commands,
+            "init": state.init,
             "config": config,
         },
         tmp,
@@ -175,6 +186,7 @@ def load_checkpoint(
         list(saved["history"]),
         float(saved["train_seconds"]),
         list(saved.get("commands", [])),  # absent in checkpoints of older Kibitz versions
+        saved.get("init"),
     )
 
 
@@ -216,6 +228,49 @@ def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor
     return torch.log_softmax(logits.masked_fill(~mask, -1e9), dim=-1)
 
 
+def positions_trained(train: dict[str, Any]) -> int:
+    """Training positions behind a model's weights: its run's and those of the model it
+    started from (``init_from``), from the ``train`` record of its header."""
+    own = train.get("positions_trained")  # absent in headers of older Kibitz versions
+    if own is None:
+        own = round(train["positions_per_second"] * train["train_seconds"])
+    init = train.get("init_from_model")
+    return own + (int(init["positions"]) if init else 0)
+
+
+def initial_weights(
+    name_or_path: str, fmt: str, net_config: dict[str, Any]
+) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """(state_dict, record) of the model a new run starts from (``--init-from``).
+
+    The model must be of format ``fmt`` with exactly this net shape: anything else would load
+    only part of the weights, and a run that silently starts half-trained is worse than an error.
+    """
+    from pipeline.model_registry import load_net, model_sha256
+
+    net = load_net(name_or_path)
+    header = getattr(net, "header", {})
+    if header.get("format") != fmt:
+        raise ValueError(
+            f"--init-from {name_or_path!r} is a {header.get('format')!r} model, expected {fmt!r}"
+        )
+    if header.get("net") != net_config:
+        raise ValueError(
+            f"--init-from {name_or_path!r} has net {header.get('net')!r}; this run builds "
+            f"{net_config!r} (set --blocks/--channels to match)"
+        )
+    train = header.get("train") or {}
+    record = {
+        "model": str(name_or_path),
+        "sha256": model_sha256(name_or_path),
+        "steps": int(train.get("steps", 0)),
+        "train_seconds": float(train.get("train_seconds", 0.0)),
+        "positions": positions_trained(train) if train else 0,
+        "commands": list(train.get("commands", [])),
+    }
+    return net.state_dict(), record
+
+
 def start_run(
     build_net: Callable[[], nn.Module],
     settings: TrainSettings,
@@ -223,17 +278,29 @@ def start_run(
     *,
     resume: bool,
     command: str | None = None,
+    init_shape: tuple[str, dict[str, Any]] | None = None,
 ) -> tuple[nn.Module, torch.optim.Optimizer, TrainState]:
     """Seed, build the net (after seeding: its initial weights depend on the seed), AdamW, and
     the state — restored from ``checkpoint_dir`` when ``resume``; ``command`` (this invocation's
-    command line) is appended to the state's commands, which the model card lists."""
+    command line) is appended to the state's commands, which the model card lists.
+
+    A new run with ``settings.init_from`` starts from that model's weights instead of random
+    ones; ``init_shape`` = (format, net config dict) is what the model must match.
+    """
     rng = seed_everything(settings.seed)
     torch.use_deterministic_algorithms(True, warn_only=True)
     net = build_net()
+    init = None
+    if settings.init_from and not resume:
+        if init_shape is None:
+            raise ValueError("init_from needs the run's model format and net config")
+        weights, init = initial_weights(settings.init_from, *init_shape)
+        net.load_state_dict(weights)
+        logger.info("starting from %s (sha256 %s)", settings.init_from, init["sha256"])
     optimizer = torch.optim.AdamW(
         net.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
     )
-    state = TrainState(0, rng, [], 0.0)
+    state = TrainState(0, rng, [], 0.0, init=init)
     if resume:
         state = load_checkpoint(checkpoint_dir, net, optimizer, settings.resume_keys())
         logger.info("resumed at step %d", state.step)
@@ -330,12 +397,14 @@ def run_record(
     games_dir: Path,
 ) -> dict[str, Any]:
     """The ``train`` part of an exported model's header: everything its model card reports
-    (settings, steps, time, speed over all invocations, threads, the commands and where the
-    games came from)."""
+    (settings, steps, time, speed over all invocations, threads, the commands, where the
+    games came from and the model the run started from)."""
     rate = state.step * positions_per_step / max(state.train_seconds, 1e-9)
     return {
         **params,
+        "init_from_model": state.init,
         "steps": state.step,
+        "positions_trained": state.step * positions_per_step,
         "train_seconds": round(state.train_seconds, 1),
         "positions_per_second": round(rate, 1),
         "torch_threads": torch.get_num_threads(),

@@ -41,7 +41,14 @@ from pipeline.sscore_batches import (
     net_inputs,
     sample_batch,
 )
-from pipeline.sscore_eval import SScoreEvaluation, evaluate_sscore
+from pipeline.sscore_eval import (
+    SScoreEvaluation,
+    adjacent_gap_z,
+    evaluate_sscore,
+    group_means,
+    group_sems,
+    instance_scores,
+)
 from pipeline.sscore_net import SScoreNet, SScoreNetConfig
 from pipeline.train_loop import (
     StepOutput,
@@ -71,9 +78,6 @@ class SScoreTrainConfig(TrainSettings):
     groups: int = 4  # G: groups per batch
     positions: int = 4  # P: positions per rank and group, all from one player instance
     with_r_inf: bool = True  # Chen et al.'s extra weakest rank of random legal moves
-    # Moves averaged into an instance's score in the final evaluation; None: all its moves
-    # (an instance is a player's moves in one game, and fewer moves only add noise).
-    evaluation_positions_per_instance: int | None = None
     max_reference_games: int = 1200  # training games whose means are the protocol's references
     policy_weight: float = 0.5
     value_weight: float = 0.5
@@ -163,7 +167,19 @@ def validate(net: SScoreNet, pool: PositionPool, config: SScoreTrainConfig) -> d
         "val_value_loss": float(np.mean(losses["value"])),
         "val_pair_accuracy": ordered_pair_share(beta[:, first_real:]),
         "val_pair_accuracy_with_r_inf": ordered_pair_share(beta),
+        "val_min_gap_z": smallest_rank_gap(net, pool),
     }
+
+
+def smallest_rank_gap(net: SScoreNet, pool: PositionPool) -> float:
+    """Smallest gap between adjacent rank groups' mean instance scores over the whole pool, in
+    standard errors (negative: a stronger group scores lower): the monotonicity the issue asks of
+    held-out games, followed epoch by epoch."""
+    groups = pool.instance_group.astype(np.int64)
+    num_groups = len(pool.rank_groups)
+    scores = instance_scores(net, pool)
+    mean, _ = group_means(scores, groups, num_groups)
+    return float(adjacent_gap_z(mean, group_sems(scores, groups, num_groups)).min())
 
 
 def _pools(games_dir: Path, config: SScoreTrainConfig) -> dict[str, PositionPool]:
@@ -237,8 +253,9 @@ def train(
     budget = TimeBudget(max_minutes)
     ckpt_dir = out_dir / "checkpoints"
     net, optimizer, state = start_run(
-        lambda: SScoreNet(config.net_config()), config, ckpt_dir, resume=resume, command=command
-    )
+        lambda: SScoreNet(config.net_config()), config, ckpt_dir, resume=resume, command=command,
+        init_shape=(SSCORE_FORMAT, config.net_config().to_dict()),
+    )  # fmt: skip
     pools = _pools(games_dir, config)
     train_pool, val_pool = pools["train"], pools["validation"]
     eligible = eligible_instances(train_pool, config.positions)
