@@ -83,7 +83,8 @@ class PolicyEvaluation:
     matrix_accuracy: np.ndarray  # (A, B) % conditioned on group a's representative, games of b
     matrix_loglik: np.ndarray  # (A, B)
     # (B,) per column: mean log-likelihood of the own conditioning minus the best other one, and
-    # its paired standard error (both conditionings score the same positions).
+    # its standard error, paired (both conditionings score the same positions) and clustered by
+    # player instance (positions of one game are correlated).
     diagonal_margin: np.ndarray
     diagonal_margin_sem: np.ndarray
 
@@ -130,7 +131,8 @@ class PolicyEvaluation:
             "",
             "Mean log-likelihood, net conditioned on row group (representative rank), games of "
             "column group; last row: the diagonal's margin over the best other conditioning of "
-            "its column, in millinats per move ± paired standard error:",
+            "its column, in millinats per move ± standard error (paired, clustered by player "
+            "instance):",
             "",
         ]
         lines.append("| cond \\ games | " + " | ".join(self.groups) + " |")
@@ -213,14 +215,40 @@ def validate(
     }
 
 
+@dataclass
+class PositionScores:
+    """Per position of an evaluation pool: the played move's log-likelihood and top-1 hit with
+    the net conditioned on the mover's own rank and on each group's representative rank.
+    Scores of several pools concatenate (:meth:`concat`) into one pooled evaluation."""
+
+    group: np.ndarray  # (N,) rank-group index of the mover
+    instance: np.ndarray  # (N,) player instance (one player's moves in one game), unique
+    own_ll: np.ndarray  # (N,)
+    own_hit: np.ndarray  # (N,) bool
+    rep_ll: np.ndarray  # (A, N)
+    rep_hit: np.ndarray  # (A, N) bool
+
+    @classmethod
+    def concat(cls, parts: list[PositionScores]) -> PositionScores:
+        offsets = np.cumsum([0] + [int(p.instance.max(initial=-1)) + 1 for p in parts[:-1]])
+        return cls(
+            np.concatenate([p.group for p in parts]),
+            np.concatenate([p.instance + o for p, o in zip(parts, offsets, strict=True)]),
+            np.concatenate([p.own_ll for p in parts]),
+            np.concatenate([p.own_hit for p in parts]),
+            np.concatenate([p.rep_ll for p in parts], axis=1),
+            np.concatenate([p.rep_hit for p in parts], axis=1),
+        )
+
+
 @torch.inference_mode()
-def evaluate_policy(
+def score_positions(
     net: GoRankPolicyNet, pool: PositionPool, *, batch: int = 256
-) -> PolicyEvaluation:
-    """Quality per rank group (own rank) and the conditioning matrix, over all pool positions."""
+) -> PositionScores:
+    """Score every pool position with a known rank: one trunk pass, then the group
+    representatives' heads and the position's own rank's head, nothing else."""
     net.eval()
-    groups = GO_RANK_GROUPS
-    reps = np.array([GO_POLICY_RANKS.index(GROUP_REPRESENTATIVE[g]) for g in groups])  # (A,)
+    reps = np.array([GO_POLICY_RANKS.index(GROUP_REPRESENTATIVE[g]) for g in GO_RANK_GROUPS])
     ranks = position_ranks(pool)
     group = pool.instance_group[pool.position_instance].astype(np.int64)
     rows = np.flatnonzero((ranks >= 0) & (group >= 0))
@@ -234,7 +262,6 @@ def evaluate_policy(
         chunk = rows[sl]
         b = len(chunk)
         h = net.features(*_inputs(pool, chunk))  # (b, H, 361): one trunk pass
-        # The group representatives' heads and each position's own rank; nothing else.
         logits = torch.cat(
             [net.rank_logits(h, torch.from_numpy(reps)),  # (b, A, 362)
              net.mover_logits(h, torch.from_numpy(ranks[chunk]))[:, None]],  # (b, 1, 362)
@@ -249,31 +276,61 @@ def evaluate_policy(
         own_hit[sl] = top[:, -1].numpy()
         rep_ll[:, sl] = played_lp[:, :-1].T.numpy()
         rep_hit[:, sl] = top[:, :-1].T.numpy()
-    g = group[rows]
+    instance = pool.position_instance[rows].astype(np.int64)
+    return PositionScores(group[rows], instance, own_ll, own_hit, rep_ll, rep_hit)
+
+
+def clustered_sem(values: np.ndarray, clusters: np.ndarray) -> float:
+    """Standard error of the mean of ``values`` whose members share ``clusters`` (correlated
+    within, independent between): the cluster-robust variance Σ_c (Σ_{i∈c} (v_i − v̄))² / n²,
+    scaled by C / (C − 1) for C clusters. With one value per cluster it is the usual sd/√n."""
+    n = len(values)
+    _, cluster = np.unique(clusters, return_inverse=True)
+    c = int(cluster.max(initial=-1)) + 1
+    if n < 2 or c < 2:
+        return 0.0
+    sums = np.bincount(cluster, weights=values - values.mean(), minlength=c)
+    return float(np.sqrt((sums**2).sum() * c / (c - 1)) / n)
+
+
+def summarise(scores: PositionScores) -> PolicyEvaluation:
+    """Quality per rank group (own rank), the conditioning matrix and each column's diagonal
+    margin over its best rival with its standard error: paired (same positions, two heads) and
+    clustered by player instance, since the moves of one game are not independent."""
+    groups = GO_RANK_GROUPS
+    g, rep_ll = scores.group, scores.rep_ll
     counts = np.bincount(g, minlength=len(groups))
     denom = np.maximum(counts, 1)
 
     def per_group(values: np.ndarray) -> np.ndarray:
         return np.bincount(g, weights=values.astype(np.float64), minlength=len(groups)) / denom
 
-    matrix_loglik = np.stack([per_group(rep_ll[a]) for a in range(len(reps))])  # (A, B)
+    matrix_loglik = np.stack([per_group(row) for row in rep_ll])  # (A, B)
     margin, margin_sem = np.zeros(len(groups)), np.zeros(len(groups))
     for b in range(len(groups)):  # one column per rank group (11), not per position
-        others = np.delete(np.arange(len(reps)), b)
+        others = np.delete(np.arange(len(rep_ll)), b)
         rival = others[matrix_loglik[others, b].argmax()]
-        diff = rep_ll[b, g == b] - rep_ll[rival, g == b]  # (n_b,) paired differences
+        here = g == b
+        diff = rep_ll[b, here] - rep_ll[rival, here]  # (n_b,) paired differences
         margin[b] = diff.mean() if len(diff) else 0.0
-        margin_sem[b] = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else 0.0
+        margin_sem[b] = clustered_sem(diff, scores.instance[here])
     return PolicyEvaluation(
         groups=groups,
-        accuracy=100.0 * per_group(own_hit),
-        loglik=per_group(own_ll),
+        accuracy=100.0 * per_group(scores.own_hit),
+        loglik=per_group(scores.own_ll),
         positions=counts,
-        matrix_accuracy=100.0 * np.stack([per_group(rep_hit[a]) for a in range(len(reps))]),
+        matrix_accuracy=100.0 * np.stack([per_group(row) for row in scores.rep_hit]),
         matrix_loglik=matrix_loglik,
         diagonal_margin=margin,
         diagonal_margin_sem=margin_sem,
     )
+
+
+def evaluate_policy(
+    net: GoRankPolicyNet, pool: PositionPool, *, batch: int = 256
+) -> PolicyEvaluation:
+    """Quality per rank group (own rank) and the conditioning matrix, over all pool positions."""
+    return summarise(score_positions(net, pool, batch=batch))
 
 
 def _pool(

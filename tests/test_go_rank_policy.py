@@ -19,12 +19,18 @@ from pipeline.go_rank_policy import (
     rank_number,
 )
 from pipeline.sscore_batches import build_pool
-from pipeline.train_go_policy import evaluate_policy
+from pipeline.train_go_policy import (
+    PositionScores,
+    clustered_sem,
+    evaluate_policy,
+    score_positions,
+    summarise,
+)
 
 # The held-out subset of test_sscore.py's Go monotonicity test (evaluation-split games among the
 # first HELD_OUT_READ of each group's file, 16 moves per instance), shared within a session.
 HELD_OUT_READ = 400
-SHIPPED_MIN_ACCURACY = 38.0  # measured 40.2 % over this subset (docs/train.md)
+SHIPPED_MIN_ACCURACY = 41.0  # measured 43.6 % over this subset (docs/train.md)
 
 
 @pytest.fixture(scope="module")
@@ -85,10 +91,12 @@ def test_untrained_ranks_are_the_linear_extrapolation():
 def test_shipped_policy_quality_and_rank_conditioning_on_held_out_games():
     """Issue 8's matrix: conditioned on rank group a, games of group b.
 
-    What the shipped CPU net resolves: every group's games are predicted better conditioned on
-    their own group than on the far end of the rank range, and the best conditioning of a column
-    rises with the column's rank. Whether the diagonal is the exact best is below the noise of
-    this net (adjacent ranks differ by a few millinats per move; docs/train.md, issue #8 open).
+    What the shipped CPU net resolves on this subset (14,816 moves): every group's games are
+    predicted better conditioned on their own group than on the far end of the rank range
+    (by 15-73 millinats a move), and the best conditioning of a column rises with the column's
+    rank (Spearman 0.885 measured). On all held-out moves the best conditioning is the column's
+    own group or, within 1.5 standard errors of it, a neighbour (model card, bench/go_policy_held_out.py,
+    docs/train.md); this subset is too small to resolve neighbours.
     """
     entry = model_registry.resolve("kibitz-go-policy")
     assert entry.format == "kibitz-go-policy" and entry.game == "go"
@@ -102,7 +110,36 @@ def test_shipped_policy_quality_and_rank_conditioning_on_held_out_games():
     far_end = np.where(np.arange(r) < r / 2, r - 1, 0)  # the end of the range farther away
     assert np.all(own > m[far_end, np.arange(r)]), (own - m[far_end, np.arange(r)]).round(4)
     best = m.argmax(axis=0)  # best conditioning of each games' group
-    assert spearmanr(best, np.arange(r)).statistic >= 0.6, best
+    assert spearmanr(best, np.arange(r)).statistic >= 0.8, best
+
+
+def test_clustered_sem_hand_computed():
+    # One value per cluster: the usual sd/√n (sd of 1, 3 is √2, so √2/√2 = 1).
+    assert clustered_sem(np.array([1.0, 3.0]), np.array([0, 1])) == pytest.approx(1.0)
+    # The same two values each seen twice in its own cluster: the duplicates add no
+    # information, so the error stays 1, where the iid formula would claim 0.577.
+    values, clusters = np.array([1.0, 1.0, 3.0, 3.0]), np.array([5, 5, 9, 9])
+    assert clustered_sem(values, clusters) == pytest.approx(1.0)
+    assert np.std(values, ddof=1) / 2 == pytest.approx(0.5774, abs=1e-4)
+
+
+def test_pooled_scores_equal_one_pool_of_both(pool):
+    """Concatenated scores of two pools summarise like scores of one: the pooled matrix of
+    bench/go_policy_held_out.py is the matrix of all its positions."""
+    net = GoRankPolicyNet(GoRankPolicyConfig(1, 8, 4)).eval()
+    scores = score_positions(net, pool)
+    # Split at an instance boundary (positions are sorted by instance), as two pools are.
+    half = int(np.searchsorted(scores.instance, scores.instance[len(scores.group) // 2]))
+    parts = [
+        PositionScores(*(a[..., :half] for a in vars(scores).values())),
+        PositionScores(*(a[..., half:] for a in vars(scores).values())),
+    ]
+    parts[1].instance = parts[1].instance - parts[1].instance.min()  # ids restart per pool
+    pooled = PositionScores.concat(parts)
+    assert len(np.unique(pooled.instance)) == len(np.unique(scores.instance))
+    whole, joined = summarise(scores), summarise(pooled)
+    np.testing.assert_allclose(joined.matrix_loglik, whole.matrix_loglik)
+    np.testing.assert_allclose(joined.diagonal_margin, whole.diagonal_margin)
 
 
 def test_shipped_policy_onnx_matches_torch(pool):

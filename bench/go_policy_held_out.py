@@ -1,0 +1,58 @@
+"""The rank-conditioned Go policy on every game it never saw: quality per rank group and the
+matrix "conditioned on group a, games of group b", per held-out set and pooled.
+
+    python bench/go_policy_held_out.py                       # kibitz-go-policy, all moves
+    python bench/go_policy_held_out.py --model kibitz-out/go-policy/model.kibitz.pt
+
+Two held-out sets, then both pooled (the same sets as ``bench/sscore_held_out.py``):
+- the evaluation split (``pipeline/data_split.py``) of the Fox ``testing/`` files;
+- the whole ``candidating/`` split, which no Kibitz net trains on.
+
+Issue #8 asks the matrix's diagonal to be best: for the games of each group, the net predicts
+moves best when conditioned on that group. Each column's last line is the diagonal's margin over
+the best other conditioning, in millinats per move, with its standard error paired (the two
+conditionings score the same moves) and clustered by player instance (moves of one game are
+correlated), so a user sees which columns are decided and which are within noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pyarrow as pa
+from sscore_held_out import read_split
+
+from pipeline import model_registry
+from pipeline.data_split import EVALUATION, assign_splits
+from pipeline.sscore_batches import build_pool
+from pipeline.train_go_policy import PositionScores, score_positions, summarise
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="kibitz-go-policy", help="registry name or file")
+    parser.add_argument(
+        "--positions", type=int, default=None, help="random moves per instance (default: all)"
+    )
+    args = parser.parse_args()
+    net = model_registry.load_net(args.model)
+    testing = read_split("go", "testing")
+    testing = testing.filter(pa.array(assign_splits(testing["game_id"].to_pylist()) == EVALUATION))
+    candidating = read_split("go", "candidating")
+    parts = {
+        f"testing/ evaluation split ({testing.num_rows} games)": testing,
+        f"candidating/ ({candidating.num_rows} games)": candidating,
+    }
+    pooled = []
+    for name, games in parts.items():
+        pool = build_pool(games, "go", positions_per_instance=args.positions, seed=3)
+        scores = score_positions(net, pool)
+        print(f"\n## {name}: {len(scores.group)} positions\n")
+        print(summarise(scores).to_markdown())
+        pooled.append(scores)
+    print("\n## both, pooled\n")
+    print(summarise(PositionScores.concat(pooled)).to_markdown())
+
+
+if __name__ == "__main__":
+    main()
