@@ -267,6 +267,7 @@ def initial_weights(
         "train_seconds": float(train.get("train_seconds", 0.0)),
         "positions": positions_trained(train) if train else 0,
         "commands": list(train.get("commands", [])),
+        "init_from_model": train.get("init_from_model"),  # its own start, if it had one
     }
     return net.state_dict(), record
 
