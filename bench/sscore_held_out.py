@@ -23,7 +23,6 @@ also draws on ``by-player/``.
 from __future__ import annotations
 
 import argparse
-import math
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +31,7 @@ import pyarrow.compute as pc
 from pipeline import ingest_pgn, ingest_sgf, model_registry, settings
 from pipeline.data_split import EVALUATION, TRAIN, assign_splits
 from pipeline.sscore_batches import RANK_GROUPS, PositionPool, build_pool
-from pipeline.sscore_eval import group_means, group_sems, instance_scores
+from pipeline.sscore_eval import adjacent_gap_z, group_means, group_sems, instance_scores
 
 SPLITS = {
     "chess": ("chess/lichess-2024-02-blitz", ".pgn.zst", ingest_pgn),
@@ -125,11 +124,9 @@ def report(name: str, scores: np.ndarray, groups: np.ndarray, labels: tuple[str,
     print(f"\n{name}: {int(counts.sum())} instances")
     print("| group | instances | mean s-score | s.e. | gap to the group below, s.e. |")
     print("|---|---|---|---|---|")
+    gaps = ["", *(f"{z:+.1f}" for z in adjacent_gap_z(means, sems))]
     for i, label in enumerate(labels):
-        gap = ""
-        if i:
-            gap = f"{(means[i] - means[i - 1]) / math.hypot(sems[i], sems[i - 1]):+.1f}"
-        print(f"| {label} | {counts[i]} | {means[i]:+.3f} | {sems[i]:.3f} | {gap} |")
+        print(f"| {label} | {counts[i]} | {means[i]:+.3f} | {sems[i]:.3f} | {gaps[i]} |")
     rising = int(np.sum(np.diff(means) > 0))
     print(f"rises at {rising} of {len(labels) - 1} steps")
 
