@@ -18,6 +18,11 @@ for players it saw. It first prints how many distinct players each group's train
 have. Chess only: ``kibitz-sscore-chess`` trained on every training-split game of
 the testing files, so those are exactly the games it saw; the Go net trained on a subset that
 also draws on ``by-player/``.
+
+``--move-effect K`` also splits each instance's mean s-score s(p, played) into a *position*
+part, the mean of s(p, a) over K random other legal moves a of the same positions (what the
+net gives any move there: which positions a group reaches), and a *move* part, the rest
+(how much better than those the played move is judged): where a group's gap comes from.
 """
 
 from __future__ import annotations
@@ -30,8 +35,14 @@ import pyarrow.compute as pc
 
 from pipeline import ingest_pgn, ingest_sgf, model_registry, settings
 from pipeline.data_split import EVALUATION, TRAIN, assign_splits
-from pipeline.sscore_batches import RANK_GROUPS, PositionPool, build_pool
-from pipeline.sscore_eval import adjacent_gap_z, group_means, group_sems, instance_scores
+from pipeline.sscore_batches import RANK_GROUPS, PositionPool, build_pool, random_other_legal
+from pipeline.sscore_eval import (
+    adjacent_gap_z,
+    group_means,
+    group_sems,
+    instance_scores,
+    score_rows,
+)
 
 SPLITS = {
     "chess": ("chess/lichess-2024-02-blitz", ".pgn.zst", ingest_pgn),
@@ -118,6 +129,30 @@ def report_seen(scores: np.ndarray, groups: np.ndarray, seen: np.ndarray, labels
         print(f"| {label} | {' | '.join(cells)} |")
 
 
+def position_scores(net, pool: PositionPool, moves: int, seed: int = 0) -> np.ndarray:
+    """(I,) per instance: the mean over its positions of the mean s-score of ``moves`` random
+    other legal moves (the position part of ``--move-effect``)."""
+    rng = np.random.default_rng(seed)
+    rows = np.arange(len(pool))
+    other = np.mean(
+        [score_rows(net, pool, rows, random_other_legal(pool, rows, rng)) for _ in range(moves)],
+        axis=0,
+    )  # (N,)
+    totals = np.bincount(pool.position_instance, weights=other, minlength=pool.num_instances)
+    return totals / pool.instance_counts
+
+
+def report_gaps(name: str, parts: dict[str, np.ndarray], groups: np.ndarray, labels) -> None:
+    """Per part (e.g. position / move): each group's gap to the one below, in s.e."""
+    print(f"\n{name}: gap to the group below in s.e., by part")
+    print("| part | " + " | ".join(labels[1:]) + " |")
+    print("|---" * len(labels) + "|")
+    for part, scores in parts.items():
+        means, _ = group_means(scores, groups, len(labels))
+        gaps = adjacent_gap_z(means, group_sems(scores, groups, len(labels)))
+        print(f"| {part} | " + " | ".join(f"{z:+.1f}" for z in gaps) + " |")
+
+
 def report(name: str, scores: np.ndarray, groups: np.ndarray, labels: tuple[str, ...]) -> None:
     means, counts = group_means(scores, groups, len(labels))
     sems = group_sems(scores, groups, len(labels))
@@ -143,6 +178,12 @@ def main() -> None:
         action="store_true",
         help="chess: also split each set by whether the player has a training game in the group",
     )
+    parser.add_argument(
+        "--move-effect",
+        type=int,
+        metavar="K",
+        help="also split each mean into a position part (K random other moves) and a move part",
+    )
     args = parser.parse_args()
     if args.seen_players and args.game != "chess":
         parser.error("--seen-players is chess only (see the module docstring)")
@@ -167,6 +208,10 @@ def main() -> None:
         report(name, scores, groups, labels)
         if args.seen_players:
             report_seen(scores, groups, seen_in_training(pool, games, train, labels), labels)
+        if args.move_effect:
+            position = position_scores(net, pool, args.move_effect)
+            parts = {"played move": scores, "position": position, "move": scores - position}
+            report_gaps(name, parts, groups, labels)
         pooled_scores.append(scores)
         pooled_groups.append(groups)
     report("both, pooled", np.concatenate(pooled_scores), np.concatenate(pooled_groups), labels)

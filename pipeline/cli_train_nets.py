@@ -36,6 +36,7 @@ SHARED_OPTIONS: tuple[Option, ...] = (
     ("--blocks", int, "residual blocks of the trunk"),
     ("--channels", int, "trunk width"),
     ("--lr", float, "peak learning rate (AdamW, warm-up then cosine)"),
+    ("--weight-decay", float, "AdamW's decoupled weight decay (default 1e-4)"),
     ("--warmup-steps", int, "linear warm-up steps of the LR schedule"),
     ("--epoch-steps", int, "steps between validations (default: one pass)"),
     ("--positions-per-instance", int, "pool keeps this many random positions per instance"),
@@ -44,11 +45,13 @@ SHARED_OPTIONS: tuple[Option, ...] = (
     ("--max-evaluation-games", int, "evaluation games of the final figures (default: all)"),
     ("--evaluation-positions", int, "moves per instance in the final evaluation (default: all)"),
     ("--init-from", str, "start from this model's weights (registry name or .kibitz.pt path)"),
+    ("--select-best", str, "export the weights of the validation where this metric was highest"),
 )
 SSCORE_OPTIONS: tuple[Option, ...] = (
     ("--groups", int, "G: groups per batch (default 4)"),
     ("--positions", int, "P: positions per rank and group (default 4)"),
     ("--max-reference-games", int, "training games of the protocol's reference means"),
+    ("--score-dropout", float, "training-time dropout in the score head (default 0)"),
 )
 POLICY_OPTIONS: tuple[Option, ...] = (("--batch-size", int, "positions per step (default 64)"),)
 # Option dests whose config field has another name.
@@ -143,14 +146,22 @@ def _run(
     return 0
 
 
-def cmd_train_sscore(args: argparse.Namespace) -> int:
-    from pipeline.train_sscore import SScoreTrainConfig, train
+def sscore_config(args: argparse.Namespace) -> Any:
+    """The ``SScoreTrainConfig`` of a parsed ``kibitz train sscore`` command line."""
+    from pipeline.train_sscore import SScoreTrainConfig
 
-    config = SScoreTrainConfig(
+    return SScoreTrainConfig(
         game=args.game,
         with_r_inf=not args.no_r_inf,
+        policy_features=not args.no_policy_features,
         **_overrides(args, SHARED_OPTIONS + SSCORE_OPTIONS),
     )
+
+
+def cmd_train_sscore(args: argparse.Namespace) -> int:
+    from pipeline.train_sscore import train
+
+    config = sscore_config(args)
     return _run(
         args, config, train, game=args.game,
         description=f"Kibitz s-score net (Chen et al. 2025 strength estimator), {args.game}",
@@ -179,6 +190,11 @@ def add_parsers(trainers: argparse._SubParsersAction) -> None:
     _add_common(sscore)
     _add_options(sscore, SSCORE_OPTIONS)
     sscore.add_argument("--no-r-inf", action="store_true", help="without the random-move rank r∞")
+    sscore.add_argument(
+        "--no-policy-features",
+        action="store_true",
+        help="the score head does not read the policy's log-likelihood and entropy of the move",
+    )
     sscore.set_defaults(func=cmd_train_sscore)
     policy = trainers.add_parser(
         "policy",

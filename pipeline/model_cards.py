@@ -29,7 +29,8 @@ _SPLIT_TEXT = (
 )
 # Run facts the card states in prose; every other ``train`` entry is listed as a setting.
 _RUN_KEYS = ("commands", "games", "steps", "train_seconds", "positions_per_second",
-             "torch_threads", "games_dir", "init_from_model", "positions_trained")  # fmt: skip
+             "torch_threads", "games_dir", "init_from_model", "positions_trained",
+             "selected")  # fmt: skip
 
 
 def _ingest_command(game: str, games: dict[str, Any] | None, games_dir: str) -> str | None:
@@ -92,6 +93,14 @@ def _made(header: dict[str, Any]) -> list[str]:
         lines += [
             "Last validation: "
             + ", ".join(f"{k} {v:.4g}" for k, v in last.items() if isinstance(v, float | int)),
+            "",
+        ]
+    selected = train.get("selected")
+    if selected:
+        lines += [
+            f"Weights: those of step {selected['step']}, the validation with the highest "
+            f"`{selected['metric']}` ({selected['value']:+.3f}; `--select-best`), not those of "
+            f"the last step; the quality figures below are of these weights.",
             "",
         ]
     return lines

@@ -124,15 +124,22 @@ class ValueHead(nn.Module):
 
 
 class ScoreHead(nn.Module):
-    """Trunk features + move planes → two convs → mean/max pool (+ extra) → MLP → scalar."""
+    """Trunk features + move planes → two convs → mean/max pool (+ extra) → MLP → scalar.
 
-    def __init__(self, channels: int, move_planes: int, width: int, extra: int) -> None:
+    ``dropout`` acts on the MLP's hidden layer in training only: a regulariser of the head that
+    the Bradley-Terry loss drives (it has no weights, so exported models do not depend on it).
+    """
+
+    def __init__(
+        self, channels: int, move_planes: int, width: int, extra: int, dropout: float = 0.0
+    ) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(channels + move_planes, width, 3, padding=1, bias=False)
         self.bn1 = nn.BatchNorm2d(width)
         self.conv2 = nn.Conv2d(width, width, 3, padding=1, bias=False)
         self.bn2 = nn.BatchNorm2d(width)
         self.fc1 = nn.Linear(2 * width + extra, width)
+        self.dropout = nn.Dropout(dropout)
         self.fc2 = nn.Linear(width, 1)
 
     def forward(
@@ -143,7 +150,8 @@ class ScoreHead(nn.Module):
         pooled = [y.mean(dim=(2, 3)), y.amax(dim=(2, 3))]  # 2 x (B, S)
         if extra is not None:
             pooled.append(extra)  # (B, E)
-        return self.fc2(torch.relu(self.fc1(torch.cat(pooled, dim=1))))  # (B, 1)
+        hidden = torch.relu(self.fc1(torch.cat(pooled, dim=1)))  # (B, S)
+        return self.fc2(self.dropout(hidden))  # (B, 1)
 
 
 class SScoreNet(nn.Module):
@@ -151,7 +159,8 @@ class SScoreNet(nn.Module):
 
     output_names = ("sscore", "policy", "value")
 
-    def __init__(self, config: SScoreNetConfig) -> None:
+    def __init__(self, config: SScoreNetConfig, score_dropout: float = 0.0) -> None:
+        """``score_dropout``: training-time dropout in the score head (``ScoreHead``)."""
         super().__init__()
         self.config = config.validate()
         c = config.channels
@@ -174,7 +183,9 @@ class SScoreNet(nn.Module):
                 torch.from_numpy(table.reshape(self.policy_size, 128)),
                 persistent=False,
             )
-            self.score = ScoreHead(c, 2, config.score_channels, extra=self._policy_extra)
+            self.score = ScoreHead(
+                c, 2, config.score_channels, extra=self._policy_extra, dropout=score_dropout
+            )
         else:
             self.board = go_spec.NN_LEN
             self.policy_size = go_spec.POLICY_SIZE
@@ -184,7 +195,9 @@ class SScoreNet(nn.Module):
             self.policy_conv2 = nn.Conv2d(c // 2, 1, 1)
             self.pass_fc = nn.Linear(c, 1)
             # extra: the pass flag (+ the policy features)
-            self.score = ScoreHead(c, 1, config.score_channels, extra=1 + self._policy_extra)
+            self.score = ScoreHead(
+                c, 1, config.score_channels, extra=1 + self._policy_extra, dropout=score_dropout
+            )
         self.value = ValueHead(c, config.value_hidden)
 
     @property

@@ -41,6 +41,7 @@ from pipeline.train_loop import (
     export_tracked,
     legal_mask,
     masked_log_softmax,
+    restore_best,
     run_loop,
     run_record,
     start_run,
@@ -419,6 +420,7 @@ def train(
             checkpoint_dir=ckpt_dir, budget=budget, stop_after=stop_after, progress=progress,
             desc="go policy",
         )  # fmt: skip
+        restore_best(ckpt_dir, net, state)  # select_best: the best validation's weights
         result = PolicyTrainResult(
             steps=state.step,
             train_seconds=state.train_seconds,

@@ -42,6 +42,7 @@ from pipeline.training_games import ingest_summary
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_NAME = "last.pt"
+BEST_NAME = "best.pt"  # weights of the best validation so far, when ``select_best`` is set
 
 
 @dataclass(kw_only=True)
@@ -70,6 +71,10 @@ class TrainSettings:
     # Moves of each instance in the final evaluation; None: all its moves (an instance is a
     # player's moves in one game, and fewer moves only add noise).
     evaluation_positions_per_instance: int | None = None
+    # A validation metric (a key of the per-epoch rows, e.g. ``val_min_gap_z``) to maximise:
+    # the run then evaluates and exports the weights of the validation where it was highest
+    # (early stopping by validation games) instead of those of the last step.
+    select_best: str | None = None
 
     def split_config(self) -> SplitConfig:
         train, validation, evaluation = self.split_fractions
@@ -130,6 +135,15 @@ class TrainState:
     # positions seen and commands (the model card lists them; a later registration under the
     # same name cannot change what is recorded here).
     init: dict[str, Any] | None = None
+    # With ``select_best``: {"metric", "value", "step"} of the validation whose weights are in
+    # ``best.pt``.
+    best: dict[str, Any] | None = None
+
+
+def _save_atomically(payload: dict[str, Any], path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
 
 
 def save_checkpoint(
@@ -142,8 +156,7 @@ def save_checkpoint(
     """Write ``folder/last.pt`` atomically."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / CHECKPOINT_NAME
-    tmp = path.with_suffix(".tmp")
-    torch.save(
+    _save_atomically(
         {
             "net": net.state_dict(),
             "optimizer": optimizer.state_dict(),
@@ -153,12 +166,41 @@ def save_checkpoint(
             "train_seconds": state.train_seconds,
             "commands": state.commands,
             "init": state.init,
+            "best": state.best,
             "config": config,
         },
-        tmp,
+        path,
     )
-    os.replace(tmp, path)
     return path
+
+
+def keep_if_best(folder: Path, net: nn.Module, state: TrainState, metric: str) -> bool:
+    """After a validation (the last row of ``state.history``): if its ``metric`` is the highest
+    so far, write the net's weights to ``folder/best.pt`` and record it in ``state.best``."""
+    row = state.history[-1]
+    if metric not in row:
+        raise KeyError(f"select_best: no validation metric {metric!r}; there are {sorted(row)}")
+    if state.best is not None and row[metric] <= state.best["value"]:
+        return False
+    folder.mkdir(parents=True, exist_ok=True)
+    _save_atomically({"net": net.state_dict(), "step": state.step}, folder / BEST_NAME)
+    state.best = {"metric": metric, "value": float(row[metric]), "step": state.step}
+    return True
+
+
+def restore_best(folder: Path, net: nn.Module, state: TrainState) -> None:
+    """Load the weights of ``state.best`` (if any) into ``net``: what a run with
+    ``select_best`` evaluates and exports."""
+    if state.best is None:
+        return
+    saved = torch.load(folder / BEST_NAME, map_location="cpu", weights_only=True)
+    if saved["step"] != state.best["step"]:
+        raise CheckpointError(
+            f"{str(folder / BEST_NAME)!r} holds step {saved['step']}, the run recorded "
+            f"step {state.best['step']} as best"
+        )
+    net.load_state_dict(saved["net"])
+    logger.info("selected the weights of step %d (%s)", state.best["step"], state.best)
 
 
 def load_checkpoint(
@@ -187,6 +229,7 @@ def load_checkpoint(
         float(saved["train_seconds"]),
         list(saved.get("commands", [])),  # absent in checkpoints of older Kibitz versions
         saved.get("init"),
+        saved.get("best"),
     )
 
 
@@ -348,6 +391,8 @@ def run_loop(
         state.history.append(row)
         tracking.log_metrics(row, step=state.step)
         logger.info("validation: %s", json.dumps(row))
+        if settings.select_best:
+            keep_if_best(checkpoint_dir, net, state, settings.select_best)
 
     while state.step < stop_step and not budget.spent:
         set_lr(optimizer, lr_at(state.step, base_lr=settings.lr, total_steps=settings.max_steps,
@@ -404,6 +449,7 @@ def run_record(
     return {
         **params,
         "init_from_model": state.init,
+        "selected": state.best,  # the validation whose weights were exported (select_best)
         "steps": state.step,
         "positions_trained": state.step * positions_per_step,
         "train_seconds": round(state.train_seconds, 1),

@@ -55,6 +55,7 @@ from pipeline.train_loop import (
     TimeBudget,
     TrainSettings,
     export_tracked,
+    restore_best,
     run_loop,
     run_record,
     start_run,
@@ -75,6 +76,7 @@ class SScoreTrainConfig(TrainSettings):
     channels: int = 64
     score_channels: int = 32
     policy_features: bool = True  # the score head reads the policy's move likelihood (sscore_net)
+    score_dropout: float = 0.0  # training-time dropout in the score head's MLP (a regulariser)
     groups: int = 4  # G: groups per batch
     positions: int = 4  # P: positions per rank and group, all from one player instance
     with_r_inf: bool = True  # Chen et al.'s extra weakest rank of random legal moves
@@ -167,19 +169,22 @@ def validate(net: SScoreNet, pool: PositionPool, config: SScoreTrainConfig) -> d
         "val_value_loss": float(np.mean(losses["value"])),
         "val_pair_accuracy": ordered_pair_share(beta[:, first_real:]),
         "val_pair_accuracy_with_r_inf": ordered_pair_share(beta),
-        "val_min_gap_z": smallest_rank_gap(net, pool),
+        **rank_gaps(net, pool),
     }
 
 
-def smallest_rank_gap(net: SScoreNet, pool: PositionPool) -> float:
-    """Smallest gap between adjacent rank groups' mean instance scores over the whole pool, in
-    standard errors (negative: a stronger group scores lower): the monotonicity the issue asks of
-    held-out games, followed epoch by epoch."""
+def rank_gaps(net: SScoreNet, pool: PositionPool) -> dict[str, float]:
+    """Gap of each rank group's mean instance score over the group below, over the whole pool, in
+    standard errors (negative: a stronger group scores lower), as ``val_gap_z_<group>``, and the
+    smallest of them as ``val_min_gap_z``: the monotonicity the issue asks of held-out games,
+    followed epoch by epoch (and a criterion for ``select_best``)."""
     groups = pool.instance_group.astype(np.int64)
     num_groups = len(pool.rank_groups)
     scores = instance_scores(net, pool)
     mean, _ = group_means(scores, groups, num_groups)
-    return float(adjacent_gap_z(mean, group_sems(scores, groups, num_groups)).min())
+    gaps = adjacent_gap_z(mean, group_sems(scores, groups, num_groups))  # (R-1,)
+    named = {f"val_gap_z_{g}": float(z) for g, z in zip(pool.rank_groups[1:], gaps, strict=True)}
+    return {"val_min_gap_z": float(gaps.min()), **named}
 
 
 def _pools(games_dir: Path, config: SScoreTrainConfig) -> dict[str, PositionPool]:
@@ -253,7 +258,7 @@ def train(
     budget = TimeBudget(max_minutes)
     ckpt_dir = out_dir / "checkpoints"
     net, optimizer, state = start_run(
-        lambda: SScoreNet(config.net_config()), config, ckpt_dir, resume=resume, command=command,
+        lambda: SScoreNet(config.net_config(), score_dropout=config.score_dropout), config, ckpt_dir, resume=resume, command=command,
         init_shape=(SSCORE_FORMAT, config.net_config().to_dict()),
     )  # fmt: skip
     pools = _pools(games_dir, config)
@@ -286,6 +291,7 @@ def train(
             checkpoint_dir=ckpt_dir, budget=budget, stop_after=stop_after, progress=progress,
             desc=f"sscore {config.game}",
         )  # fmt: skip
+        restore_best(ckpt_dir, net, state)  # select_best: the best validation's weights
         result = TrainResult(
             steps=state.step,
             train_seconds=state.train_seconds,
