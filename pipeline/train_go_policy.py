@@ -420,7 +420,7 @@ def train(
             checkpoint_dir=ckpt_dir, budget=budget, stop_after=stop_after, progress=progress,
             desc="go policy",
         )  # fmt: skip
-        restore_best(ckpt_dir, net, state)  # select_best: the best validation's weights
+        restore_best(net, state)  # select_best: the best validation's weights
         result = PolicyTrainResult(
             steps=state.step,
             train_seconds=state.train_seconds,

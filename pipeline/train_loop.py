@@ -42,7 +42,6 @@ from pipeline.training_games import ingest_summary
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_NAME = "last.pt"
-BEST_NAME = "best.pt"  # weights of the best validation so far, when ``select_best`` is set
 
 
 @dataclass(kw_only=True)
@@ -135,15 +134,11 @@ class TrainState:
     # positions seen and commands (the model card lists them; a later registration under the
     # same name cannot change what is recorded here).
     init: dict[str, Any] | None = None
-    # With ``select_best``: {"metric", "value", "step"} of the validation whose weights are in
-    # ``best.pt``.
+    # With ``select_best``: {"metric", "value", "step"} of the best validation so far, and its
+    # weights (CPU copies). Both are saved in the checkpoint, so the selection survives a
+    # resume and can never name weights the checkpoint does not hold.
     best: dict[str, Any] | None = None
-
-
-def _save_atomically(payload: dict[str, Any], path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    best_weights: dict[str, torch.Tensor] | None = None
 
 
 def save_checkpoint(
@@ -156,7 +151,8 @@ def save_checkpoint(
     """Write ``folder/last.pt`` atomically."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / CHECKPOINT_NAME
-    _save_atomically(
+    tmp = path.with_suffix(".tmp")
+    torch.save(
         {
             "net": net.state_dict(),
             "optimizer": optimizer.state_dict(),
@@ -167,39 +163,34 @@ def save_checkpoint(
             "commands": state.commands,
             "init": state.init,
             "best": state.best,
+            "best_net": state.best_weights,
             "config": config,
         },
-        path,
+        tmp,
     )
+    os.replace(tmp, path)
     return path
 
 
-def keep_if_best(folder: Path, net: nn.Module, state: TrainState, metric: str) -> bool:
+def keep_if_best(net: nn.Module, state: TrainState, metric: str) -> bool:
     """After a validation (the last row of ``state.history``): if its ``metric`` is the highest
-    so far, write the net's weights to ``folder/best.pt`` and record it in ``state.best``."""
+    so far, keep a copy of the net's weights in ``state`` (a tie keeps the earlier weights)."""
     row = state.history[-1]
     if metric not in row:
         raise KeyError(f"select_best: no validation metric {metric!r}; there are {sorted(row)}")
     if state.best is not None and row[metric] <= state.best["value"]:
         return False
-    folder.mkdir(parents=True, exist_ok=True)
-    _save_atomically({"net": net.state_dict(), "step": state.step}, folder / BEST_NAME)
     state.best = {"metric": metric, "value": float(row[metric]), "step": state.step}
+    state.best_weights = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
     return True
 
 
-def restore_best(folder: Path, net: nn.Module, state: TrainState) -> None:
+def restore_best(net: nn.Module, state: TrainState) -> None:
     """Load the weights of ``state.best`` (if any) into ``net``: what a run with
     ``select_best`` evaluates and exports."""
-    if state.best is None:
+    if state.best_weights is None:
         return
-    saved = torch.load(folder / BEST_NAME, map_location="cpu", weights_only=True)
-    if saved["step"] != state.best["step"]:
-        raise CheckpointError(
-            f"{str(folder / BEST_NAME)!r} holds step {saved['step']}, the run recorded "
-            f"step {state.best['step']} as best"
-        )
-    net.load_state_dict(saved["net"])
+    net.load_state_dict(state.best_weights)
     logger.info("selected the weights of step %d (%s)", state.best["step"], state.best)
 
 
@@ -230,6 +221,7 @@ def load_checkpoint(
         list(saved.get("commands", [])),  # absent in checkpoints of older Kibitz versions
         saved.get("init"),
         saved.get("best"),
+        saved.get("best_net"),
     )
 
 
@@ -392,7 +384,7 @@ def run_loop(
         tracking.log_metrics(row, step=state.step)
         logger.info("validation: %s", json.dumps(row))
         if settings.select_best:
-            keep_if_best(checkpoint_dir, net, state, settings.select_best)
+            keep_if_best(net, state, settings.select_best)
 
     while state.step < stop_step and not budget.spent:
         set_lr(optimizer, lr_at(state.step, base_lr=settings.lr, total_steps=settings.max_steps,

@@ -14,13 +14,7 @@ from pipeline.cli_train_nets import sscore_config
 from pipeline.model_cards import render_card
 from pipeline.model_export import read_model_file
 from pipeline.sscore_net import SScoreNet, SScoreNetConfig
-from pipeline.train_loop import (
-    BEST_NAME,
-    CheckpointError,
-    TrainState,
-    keep_if_best,
-    restore_best,
-)
+from pipeline.train_loop import CHECKPOINT_NAME, TrainState, keep_if_best, restore_best
 from pipeline.train_sscore import SScoreTrainConfig
 from pipeline.train_sscore import train as train_sscore
 
@@ -50,7 +44,7 @@ def _state(values: list[float]) -> TrainState:
     return TrainState(0, np.random.default_rng(0), rows, 0.0)
 
 
-def test_keep_if_best_writes_only_improvements(tmp_path):
+def test_keep_if_best_keeps_only_improvements():
     net, state = nn.Linear(2, 1), _state([])
     kept = []
     for i, value in enumerate([0.1, 0.3, 0.3, 0.2]):
@@ -58,17 +52,15 @@ def test_keep_if_best_writes_only_improvements(tmp_path):
         state.history.append({"step": state.step, "val_x": value})
         with torch.no_grad():
             net.bias.fill_(float(i))  # the weights of validation i
-        kept.append(keep_if_best(tmp_path, net, state, "val_x"))
+        kept.append(keep_if_best(net, state, "val_x"))
     # A tie keeps the earlier weights: fewer steps for the same validation figure.
     assert kept == [True, True, False, False]
     assert state.best == {"metric": "val_x", "value": 0.3, "step": 20}
-    restore_best(tmp_path, net, state)
+    assert float(net.bias.detach()) == 3.0
+    restore_best(net, state)
     assert float(net.bias.detach()) == 1.0
     with pytest.raises(KeyError, match="no validation metric 'val_y'; there are"):
-        keep_if_best(tmp_path, net, state, "val_y")
-    state.best["step"] = 40  # best.pt holds step 20: never export weights of another step
-    with pytest.raises(CheckpointError, match="holds step 20, the run recorded step 40"):
-        restore_best(tmp_path, net, state)
+        keep_if_best(net, state, "val_y")
 
 
 def test_run_exports_the_weights_of_its_best_validation(chess_dir, tmp_path):
@@ -85,8 +77,9 @@ def test_run_exports_the_weights_of_its_best_validation(chess_dir, tmp_path):
         "metric": "val_min_gap_z", "value": max(values), "step": best_step,
     }  # fmt: skip
     _, exported = read_model_file(result.exported.weights)
-    best = torch.load(tmp_path / "run" / "checkpoints" / BEST_NAME, weights_only=True)
-    assert all(torch.equal(exported[k], best["net"][k]) for k in exported)
+    saved = torch.load(tmp_path / "run" / "checkpoints" / CHECKPOINT_NAME, weights_only=False)
+    assert saved["best"] == header["train"]["selected"]
+    assert all(torch.equal(exported[k], saved["best_net"][k]) for k in exported)
     card = render_card(header, "selected")
     assert f"Weights: those of step {best_step}, the validation with the highest " in card
     # A run stopped after the first validation and resumed selects the same weights.
