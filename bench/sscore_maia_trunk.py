@@ -12,7 +12,8 @@ Lichess games) and keeps them frozen. Because the trunk does not train, its feat
 policy are computed once per position (float16 in memory) and only the head trains, which is
 what makes the experiment fit on a CPU. It trains the head with and without r∞ and prints each
 held-out set's mean per band with the gap to the band below in standard errors, as
-``bench/sscore_held_out.py`` does for the shipped net.
+``bench/sscore_held_out.py`` does for the shipped net, and Chen et al.'s rank prediction on the
+evaluation split (references: the mean per band of all training instances, 24 moves each).
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ import torch
 from pipeline import chess_spec, model_registry
 from pipeline.data_split import EVALUATION, assign_splits
 from pipeline.sscore_batches import PositionPool, build_pool, eligible_instances, sample_batch
-from pipeline.sscore_eval import adjacent_gap_z, group_means, group_sems
+from pipeline.sscore_eval import (
+    adjacent_gap_z,
+    group_means,
+    group_sems,
+    rank_prediction_accuracy,
+)
 from pipeline.sscore_net import ScoreHead
 from pipeline.train_loop import lr_at
 from pipeline.train_sscore import SScoreTrainConfig, bradley_terry_loss
@@ -154,6 +160,13 @@ def main() -> None:
             scores = instance_means(head, held_trunk, held)
             report(name, scores, held)
             parts.append((scores, held))
+        reference, _ = group_means(instance_means(head, trunk, pool),
+                                   pool.instance_group.astype(np.int64), 8)  # fmt: skip
+        scores, held = parts[0]
+        exact, near = rank_prediction_accuracy(reference, scores, held.instance_group)
+        print("  rank prediction on the evaluation split, n = 1/5/10/15/20: "
+              + " / ".join(f"{v:.1f}" for v in exact.values()) + " % (±1: "
+              + " / ".join(f"{v:.1f}" for v in near.values()) + " %)")  # fmt: skip
         pooled = np.concatenate([s for s, _ in parts])
         groups = np.concatenate([h.instance_group for _, h in parts]).astype(np.int64)
         means, _ = group_means(pooled, groups, 8)
