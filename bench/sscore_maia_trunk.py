@@ -55,6 +55,7 @@ class FrozenTrunk:
         n, f = len(pool), maia.filters
         self.body = torch.empty(n, f, 8, 8, dtype=torch.float16)
         self.logp = torch.empty(n, chess_spec.POLICY_SIZE, dtype=torch.float16)
+        self.entropy = torch.empty(n)
         with torch.inference_mode():
             for start in range(0, n, batch):
                 rows = slice(start, min(start + batch, n))
@@ -62,9 +63,10 @@ class FrozenTrunk:
                 x = maia.tower(maia.act(maia.input_conv(planes)))  # (b, F, 8, 8)
                 p = maia.policy_conv(maia.act(maia.policy_conv1(x))).flatten(1)
                 logits = p.index_select(1, maia.policy_gather)  # (b, 1858)
+                logp = torch.log_softmax(logits, dim=1)  # (b, 1858)
                 self.body[rows] = x.half()
-                self.logp[rows] = torch.log_softmax(logits, dim=1).half()
-        self.entropy = -(self.logp.float().exp() * self.logp.float()).sum(dim=1)  # (N,)
+                self.logp[rows] = logp.half()
+                self.entropy[rows] = -(logp.exp() * logp).sum(dim=1)
 
     def head_inputs(
         self, rows: np.ndarray, moves: np.ndarray
