@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import argparse
 
-import pyarrow as pa
-from sscore_held_out import read_split
+from sscore_held_out import held_out_sets
 
 from pipeline import model_registry
-from pipeline.data_split import EVALUATION, assign_splits
 from pipeline.sscore_batches import build_pool
 from pipeline.train_go_policy import PositionScores, score_positions, summarise
 
@@ -36,15 +34,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     net = model_registry.load_net(args.model)
-    testing = read_split("go", "testing")
-    testing = testing.filter(pa.array(assign_splits(testing["game_id"].to_pylist()) == EVALUATION))
-    candidating = read_split("go", "candidating")
-    parts = {
-        f"testing/ evaluation split ({testing.num_rows} games)": testing,
-        f"candidating/ ({candidating.num_rows} games)": candidating,
-    }
     pooled = []
-    for name, games in parts.items():
+    for name, games in held_out_sets("go").items():
         pool = build_pool(games, "go", positions_per_instance=args.positions, seed=3)
         scores = score_positions(net, pool)
         print(f"\n## {name}: {len(scores.group)} positions\n")

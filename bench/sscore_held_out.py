@@ -40,6 +40,7 @@ from pipeline.sscore_eval import (
     adjacent_gap_z,
     group_means,
     group_sems,
+    instance_means,
     instance_scores,
     score_rows,
 )
@@ -60,6 +61,17 @@ def read_split(game: str, split: str) -> pa.Table:
         raise FileNotFoundError(f"real game files missing (KIBITZ_DATA_DIR): {missing}")
     chunks = reader.plan_chunks(files, games_per_chunk=100_000)
     return pa.concat_tables(reader.read_chunk(c).games for c in chunks)
+
+
+def held_out_sets(game: str) -> dict[str, pa.Table]:
+    """The held-out sets by name: the testing files' evaluation split, and ``candidating/``."""
+    testing = read_split(game, "testing")
+    testing = testing.filter(pa.array(assign_splits(testing["game_id"].to_pylist()) == EVALUATION))
+    candidating = read_split(game, "candidating")
+    return {
+        f"testing/ evaluation split ({testing.num_rows} games)": testing,
+        f"candidating/ ({candidating.num_rows} games)": candidating,
+    }
 
 
 def held_out_scores(net, games: pa.Table, game: str, positions: int | None):
@@ -138,8 +150,7 @@ def position_scores(net, pool: PositionPool, moves: int, seed: int = 0) -> np.nd
         [score_rows(net, pool, rows, random_other_legal(pool, rows, rng)) for _ in range(moves)],
         axis=0,
     )  # (N,)
-    totals = np.bincount(pool.position_instance, weights=other, minlength=pool.num_instances)
-    return totals / pool.instance_counts
+    return instance_means(pool, other)
 
 
 def report_gaps(name: str, parts: dict[str, np.ndarray], groups: np.ndarray, labels) -> None:
@@ -190,19 +201,12 @@ def main() -> None:
     net = model_registry.load_net(args.model or f"kibitz-sscore-{args.game}")
     labels = tuple(RANK_GROUPS[args.game])
 
-    testing = read_split(args.game, "testing")
-    split = assign_splits(testing["game_id"].to_pylist())
-    train = testing.filter(pa.array(split == TRAIN))
-    testing = testing.filter(pa.array(split == EVALUATION))
-    candidating = read_split(args.game, "candidating")
-    parts = {
-        f"testing/ evaluation split ({testing.num_rows} games)": testing,
-        f"candidating/ ({candidating.num_rows} games)": candidating,
-    }
     if args.seen_players:
+        testing = read_split(args.game, "testing")
+        train = testing.filter(pa.array(assign_splits(testing["game_id"].to_pylist()) == TRAIN))
         report_training_players(train, labels)
     pooled_scores, pooled_groups = [], []
-    for name, games in parts.items():
+    for name, games in held_out_sets(args.game).items():
         scores, pool = held_out_scores(net, games, args.game, args.positions)
         groups = pool.instance_group.astype(np.int64)
         report(name, scores, groups, labels)
@@ -210,8 +214,8 @@ def main() -> None:
             report_seen(scores, groups, seen_in_training(pool, games, train, labels), labels)
         if args.move_effect:
             position = position_scores(net, pool, args.move_effect)
-            parts = {"played move": scores, "position": position, "move": scores - position}
-            report_gaps(name, parts, groups, labels)
+            split = {"played move": scores, "position": position, "move": scores - position}
+            report_gaps(name, split, groups, labels)
         pooled_scores.append(scores)
         pooled_groups.append(groups)
     report("both, pooled", np.concatenate(pooled_scores), np.concatenate(pooled_groups), labels)

@@ -11,8 +11,8 @@ trunk features and the policy from a Maia-1 net (6 × 64 SE, trained by CSSLab o
 Lichess games) and keeps them frozen. Because the trunk does not train, its features and log
 policy are computed once per position (float16 in memory) and only the head trains, which is
 what makes the experiment fit on a CPU. It trains the head with and without r∞ and prints each
-held-out set's mean per band with the gap to the band below in standard errors, as
-``bench/sscore_held_out.py`` does for the shipped net, and Chen et al.'s rank prediction on the
+held-out set's mean per band with the gap to the band below in standard errors, with
+``bench/sscore_held_out.py``'s held-out sets and tables, and Chen et al.'s rank prediction on the
 evaluation split (references: the mean per band of all training instances, 24 moves each).
 """
 
@@ -24,25 +24,18 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import torch
 
 from pipeline import chess_spec, model_registry
-from pipeline.data_split import EVALUATION, assign_splits
 from pipeline.sscore_batches import PositionPool, build_pool, eligible_instances, sample_batch
-from pipeline.sscore_eval import (
-    adjacent_gap_z,
-    group_means,
-    group_sems,
-    rank_prediction_accuracy,
-)
+from pipeline.sscore_eval import group_means, instance_means, rank_prediction_accuracy
 from pipeline.sscore_net import ScoreHead
 from pipeline.train_loop import lr_at
 from pipeline.train_sscore import SScoreTrainConfig, bradley_terry_loss
 from pipeline.training_games import load_split_games, read_games
 
 sys.path.insert(0, str(Path(__file__).parent))
-from sscore_held_out import read_split
+from sscore_held_out import held_out_sets, report
 
 FROM = torch.from_numpy(chess_spec.POLICY_FROM.astype(np.int64))
 TO = torch.from_numpy(chess_spec.POLICY_TO.astype(np.int64))
@@ -106,24 +99,14 @@ def train_head(
 
 
 @torch.inference_mode()
-def instance_means(head: ScoreHead, trunk: FrozenTrunk, pool: PositionPool) -> np.ndarray:
+def head_instance_scores(head: ScoreHead, trunk: FrozenTrunk, pool: PositionPool) -> np.ndarray:
+    """(I,) mean score of the played moves of each instance, as ``instance_scores`` for a net."""
     rows = np.arange(len(pool))
     scores = np.concatenate([
         head(*trunk.head_inputs(rows[i : i + 2048], pool.played[rows[i : i + 2048]]))[:, 0].numpy()
         for i in range(0, len(rows), 2048)
     ])  # fmt: skip
-    totals = np.bincount(pool.position_instance, weights=scores, minlength=pool.num_instances)
-    return totals / pool.instance_counts
-
-
-def report(name: str, scores: np.ndarray, pool: PositionPool) -> None:
-    groups, labels = pool.instance_group.astype(np.int64), pool.rank_groups
-    means, _ = group_means(scores, groups, len(labels))
-    gaps = adjacent_gap_z(means, group_sems(scores, groups, len(labels)))
-    cells = " ".join(f"{g} {m:+.3f}" for g, m in zip(labels, means, strict=True))
-    print(f"  {name}: {cells}")
-    print(f"    gaps (s.e.): {' '.join(f'{z:+.1f}' for z in gaps)}; rises at "
-          f"{int(np.sum(gaps > 0))} of {len(gaps)} steps")  # fmt: skip
+    return instance_means(pool, scores)
 
 
 def main() -> None:
@@ -144,11 +127,8 @@ def main() -> None:
     trunk = FrozenTrunk(maia, pool)
     print(f"{args.maia} features of {len(pool):,} training positions: "
           f"{time.perf_counter() - t0:.0f} s")  # fmt: skip
-    testing = read_split("chess", "testing")
-    testing = testing.filter(pa.array(assign_splits(testing["game_id"].to_pylist()) == EVALUATION))
     held_out = {}
-    for name, games in (("testing/ evaluation split", testing),
-                        ("candidating/", read_split("chess", "candidating"))):  # fmt: skip
+    for name, games in held_out_sets("chess").items():
         held = build_pool(games, "chess", positions_per_instance=None, seed=3)
         held_out[name] = (held, FrozenTrunk(maia, held))
     for with_r_inf in (True, False):
@@ -157,23 +137,20 @@ def main() -> None:
         head = train_head(trunk, pool, config, maia.filters)
         print(f"\nhead on frozen {args.maia}, {'with' if with_r_inf else 'without'} r∞, "
               f"{args.steps} steps ({time.perf_counter() - t0:.0f} s); held-out means per band:")  # fmt: skip
+        labels = pool.rank_groups
         parts = []
         for name, (held, held_trunk) in held_out.items():
-            scores = instance_means(head, held_trunk, held)
-            report(name, scores, held)
-            parts.append((scores, held))
-        reference, _ = group_means(instance_means(head, trunk, pool),
-                                   pool.instance_group.astype(np.int64), 8)  # fmt: skip
-        scores, held = parts[0]
-        exact, near = rank_prediction_accuracy(reference, scores, held.instance_group)
-        print("  rank prediction on the evaluation split, n = 1/5/10/15/20: "
+            scores, groups = head_instance_scores(head, held_trunk, held), held.instance_group
+            report(name, scores, groups.astype(np.int64), labels)
+            parts.append((scores, groups))
+        reference, _ = group_means(head_instance_scores(head, trunk, pool),
+                                   pool.instance_group.astype(np.int64), len(labels))  # fmt: skip
+        exact, near = rank_prediction_accuracy(reference, *parts[0])
+        print("rank prediction on the evaluation split, n = 1/5/10/15/20: "
               + " / ".join(f"{v:.1f}" for v in exact.values()) + " % (±1: "
               + " / ".join(f"{v:.1f}" for v in near.values()) + " %)")  # fmt: skip
-        pooled = np.concatenate([s for s, _ in parts])
-        groups = np.concatenate([h.instance_group for _, h in parts]).astype(np.int64)
-        means, _ = group_means(pooled, groups, 8)
-        gaps = adjacent_gap_z(means, group_sems(pooled, groups, 8))
-        print(f"  pooled gaps (s.e.): {' '.join(f'{z:+.1f}' for z in gaps)}")
+        report("both, pooled", np.concatenate([s for s, _ in parts]),
+               np.concatenate([g for _, g in parts]).astype(np.int64), labels)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -129,12 +129,16 @@ def score_rows(
     return out
 
 
+def instance_means(pool: PositionPool, values: np.ndarray) -> np.ndarray:
+    """(I,) mean of a per-position ``values`` (N,) over each instance's positions."""
+    sums = np.bincount(pool.position_instance, weights=values, minlength=pool.num_instances)
+    return sums / np.maximum(pool.instance_counts, 1)
+
+
 def instance_scores(net: nn.Module, pool: PositionPool, *, batch: int = 512) -> np.ndarray:
     """(I,) mean s-score of the played moves of each instance in the pool."""
     rows = np.arange(len(pool))
-    scores = score_rows(net, pool, rows, pool.played, batch=batch)
-    sums = np.bincount(pool.position_instance, weights=scores, minlength=pool.num_instances)
-    return sums / np.maximum(pool.instance_counts, 1)
+    return instance_means(pool, score_rows(net, pool, rows, pool.played, batch=batch))
 
 
 def group_means(

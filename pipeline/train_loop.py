@@ -134,10 +134,9 @@ class TrainState:
     # positions seen and commands (the model card lists them; a later registration under the
     # same name cannot change what is recorded here).
     init: dict[str, Any] | None = None
-    # With ``select_best``: {"metric", "value", "step"} of the best validation so far, and its
-    # weights (CPU copies). Both are saved in the checkpoint, so the selection survives a
-    # resume and can never name weights the checkpoint does not hold.
-    best: dict[str, Any] | None = None
+    # With ``select_best``: the weights (CPU copies) of the best validation so far (which one
+    # it is follows from ``history``: :func:`selected_validation`). Saved in the checkpoint,
+    # so the selection survives a resume.
     best_weights: dict[str, torch.Tensor] | None = None
 
 
@@ -162,7 +161,6 @@ def save_checkpoint(
             "train_seconds": state.train_seconds,
             "commands": state.commands,
             "init": state.init,
-            "best": state.best,
             "best_net": state.best_weights,
             "config": config,
         },
@@ -172,26 +170,35 @@ def save_checkpoint(
     return path
 
 
+def selected_validation(history: list[dict[str, float]], metric: str) -> dict[str, Any] | None:
+    """{"metric", "value", "step"} of the validation row with the highest ``metric`` (the
+    first of equal maxima: fewer steps for the same figure); None without validations."""
+    if not history:
+        return None
+    values = [row[metric] for row in history]
+    i = int(np.argmax(values))
+    return {"metric": metric, "value": float(values[i]), "step": history[i]["step"]}
+
+
 def keep_if_best(net: nn.Module, state: TrainState, metric: str) -> bool:
-    """After a validation (the last row of ``state.history``): if its ``metric`` is the highest
-    so far, keep a copy of the net's weights in ``state`` (a tie keeps the earlier weights)."""
+    """After a validation (the last row of ``state.history``): if it is the selected one
+    (:func:`selected_validation`), keep a copy of the net's weights in ``state``."""
     row = state.history[-1]
     if metric not in row:
         raise KeyError(f"select_best: no validation metric {metric!r}; there are {sorted(row)}")
-    if state.best is not None and row[metric] <= state.best["value"]:
+    if selected_validation(state.history, metric)["step"] != row["step"]:
         return False
-    state.best = {"metric": metric, "value": float(row[metric]), "step": state.step}
     state.best_weights = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
     return True
 
 
 def restore_best(net: nn.Module, state: TrainState) -> None:
-    """Load the weights of ``state.best`` (if any) into ``net``: what a run with
+    """Load the kept weights of the best validation (if any) into ``net``: what a run with
     ``select_best`` evaluates and exports."""
     if state.best_weights is None:
         return
     net.load_state_dict(state.best_weights)
-    logger.info("selected the weights of step %d (%s)", state.best["step"], state.best)
+    logger.info("restored the weights of the best validation")
 
 
 def load_checkpoint(
@@ -220,7 +227,6 @@ def load_checkpoint(
         float(saved["train_seconds"]),
         list(saved.get("commands", [])),  # absent in checkpoints of older Kibitz versions
         saved.get("init"),
-        saved.get("best"),
         saved.get("best_net"),
     )
 
@@ -438,10 +444,12 @@ def run_record(
     (settings, steps, time, speed over all invocations, threads, the commands, where the
     games came from and the model the run started from)."""
     rate = state.step * positions_per_step / max(state.train_seconds, 1e-9)
+    metric = params.get("select_best")
     return {
         **params,
         "init_from_model": state.init,
-        "selected": state.best,  # the validation whose weights were exported (select_best)
+        # the validation whose weights were exported (select_best)
+        "selected": selected_validation(state.history, metric) if metric else None,
         "steps": state.step,
         "positions_trained": state.step * positions_per_step,
         "train_seconds": round(state.train_seconds, 1),

@@ -14,7 +14,13 @@ from pipeline.cli_train_nets import sscore_config
 from pipeline.model_cards import render_card
 from pipeline.model_export import read_model_file
 from pipeline.sscore_net import SScoreNet, SScoreNetConfig
-from pipeline.train_loop import CHECKPOINT_NAME, TrainState, keep_if_best, restore_best
+from pipeline.train_loop import (
+    CHECKPOINT_NAME,
+    TrainState,
+    keep_if_best,
+    restore_best,
+    selected_validation,
+)
 from pipeline.train_sscore import SScoreTrainConfig
 from pipeline.train_sscore import train as train_sscore
 
@@ -55,7 +61,11 @@ def test_keep_if_best_keeps_only_improvements():
         kept.append(keep_if_best(net, state, "val_x"))
     # A tie keeps the earlier weights: fewer steps for the same validation figure.
     assert kept == [True, True, False, False]
-    assert state.best == {"metric": "val_x", "value": 0.3, "step": 20}
+    assert selected_validation(state.history, "val_x") == {
+        "metric": "val_x",
+        "value": 0.3,
+        "step": 20,
+    }
     assert float(net.bias.detach()) == 3.0
     restore_best(net, state)
     assert float(net.bias.detach()) == 1.0
@@ -78,7 +88,7 @@ def test_run_exports_the_weights_of_its_best_validation(chess_dir, tmp_path):
     }  # fmt: skip
     _, exported = read_model_file(result.exported.weights)
     saved = torch.load(tmp_path / "run" / "checkpoints" / CHECKPOINT_NAME, weights_only=False)
-    assert saved["best"] == header["train"]["selected"]
+    assert selected_validation(saved["history"], "val_min_gap_z") == header["train"]["selected"]
     assert all(torch.equal(exported[k], saved["best_net"][k]) for k in exported)
     card = render_card(header, "selected")
     assert f"Weights: those of step {best_step}, the validation with the highest " in card
