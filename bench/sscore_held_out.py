@@ -2,6 +2,7 @@
 
     python bench/sscore_held_out.py chess            # kibitz-sscore-chess, all moves
     python bench/sscore_held_out.py go --positions 16
+    python bench/sscore_held_out.py chess --model OUT/model.kibitz.pt --device cuda
 
 Two held-out sets, then both pooled:
 - the evaluation split (``pipeline/data_split.py``) of the ``testing/`` files the net trained on;
@@ -195,10 +196,11 @@ def main() -> None:
         metavar="K",
         help="also split each mean into a position part (K random other moves) and a move part",
     )
+    parser.add_argument("--device", default="cpu", help="torch device the net scores on, e.g. cuda")
     args = parser.parse_args()
     if args.seen_players and args.game != "chess":
         parser.error("--seen-players is chess only (see the module docstring)")
-    net = model_registry.load_net(args.model or f"kibitz-sscore-{args.game}")
+    net = model_registry.load_net(args.model or f"kibitz-sscore-{args.game}").to(args.device)
     labels = tuple(RANK_GROUPS[args.game])
 
     if args.seen_players:

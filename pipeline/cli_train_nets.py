@@ -9,7 +9,8 @@ Added to ``kibitz train`` (``pipeline/cli_train.py``) by :func:`add_parsers`::
 
 ``--out`` receives checkpoints/, model.kibitz.pt, model.onnx, model.yaml, MODEL_CARD.md and the
 MLflow store (unless ``--tracking-uri``); ``--resume`` continues from its checkpoint.
-``--init-from MODEL`` starts a new run from a trained model's weights (same format and net
+``--device`` picks where the net trains (default: a CUDA GPU when torch sees one); on a GPU raise
+``--groups`` / ``--batch-size`` so each step fills it. ``--init-from MODEL`` starts a new run from a trained model's weights (same format and net
 shape) with a fresh schedule, to train a shipped model further or on other games.
 ``--register NAME --models-root DIR`` then copies the model into ``DIR/NAME`` and adds it to
 ``DIR/registry.yaml``, after which ``kibitz models list`` shows it and ``load_net(NAME)`` loads it
@@ -46,6 +47,7 @@ SHARED_OPTIONS: tuple[Option, ...] = (
     ("--evaluation-positions", int, "moves per instance in the final evaluation (default: all)"),
     ("--init-from", str, "start from this model's weights (registry name or .kibitz.pt path)"),
     ("--select-best", str, "export the weights of the validation where this metric was highest"),
+    ("--device", str, "auto (a CUDA GPU if there is one), cpu, cuda or cuda:N (default auto)"),
 )
 SSCORE_OPTIONS: tuple[Option, ...] = (
     ("--groups", int, "G: groups per batch (default 4)"),
@@ -120,11 +122,16 @@ def _run(
 ) -> int:
     """Train, write the model card next to the export, print it, register when asked."""
     from pipeline.model_cards import write_card
+    from pipeline.train_device import DeviceError, resolve_device
 
     if args.threads is not None:
         import torch
 
         torch.set_num_threads(args.threads)
+    try:
+        resolve_device(config.device)  # before any data is read
+    except DeviceError as exc:
+        raise SystemExit(f"kibitz train: {exc}") from exc
     out = Path(args.out)
     result = train(
         config, Path(args.games), out, max_minutes=args.max_minutes, resume=args.resume,

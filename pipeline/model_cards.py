@@ -30,7 +30,7 @@ _SPLIT_TEXT = (
 # Run facts the card states in prose; every other ``train`` entry is listed as a setting.
 _RUN_KEYS = ("commands", "games", "steps", "train_seconds", "positions_per_second",
              "torch_threads", "games_dir", "init_from_model", "positions_trained",
-             "selected")  # fmt: skip
+             "selected", "device")  # fmt: skip
 
 
 def _ingest_command(game: str, games: dict[str, Any] | None, games_dir: str) -> str | None:
@@ -52,6 +52,31 @@ def _commands(commands: list[str]) -> list[str]:
         *(f"{i}. `{c}`" for i, c in enumerate(commands, 1)),
         "",
     ]
+
+
+def _where(train: dict[str, Any]) -> str:
+    """The device a run trained on. Headers before ``--device`` (the shipped models) were all
+    trained on this project's 2-core CPU machine."""
+    device = train.get("device")
+    threads = f"{train['torch_threads']} torch thread(s)"
+    if device is None:
+        return f"a 2-core CPU shared with other jobs, {threads}"
+    return f"the CPU, {threads}" if device == "cpu" else f"GPU {device}"
+
+
+def _trained_on(train: dict[str, Any]) -> str:
+    """Short form of :func:`_where` for the "how far" sections."""
+    device = train.get("device")
+    if device is None:
+        return "one shared CPU core"
+    return "the CPU" if device == "cpu" else f"a GPU, {device}"
+
+
+def _parameters(net: dict[str, Any]) -> int:
+    """Weights of the s-score net a header's ``net`` describes."""
+    from pipeline.sscore_net import build_sscore_net
+
+    return sum(p.numel() for p in build_sscore_net(net).parameters())
 
 
 def _made(header: dict[str, Any]) -> list[str]:
@@ -81,8 +106,8 @@ def _made(header: dict[str, Any]) -> list[str]:
         _SPLIT_TEXT.format(fractions=tuple(train["split_fractions"]), salt=train["split_salt"]),
         "",
         f"Seed {train['seed']}; {train['steps']} steps in {train['train_seconds'] / 60:.1f} min "
-        f"of training on a 2-core CPU shared with other jobs, {train['torch_threads']} torch "
-        f"thread(s), {train['positions_per_second']:.0f} training positions/s on average.",
+        f"of training on {_where(train)}, {train['positions_per_second']:.0f} training "
+        "positions/s on average.",
         "",
         "Settings: " + ", ".join(f"`{k}={v}`" for k, v in train.items() if k not in _RUN_KEYS),
         "",
@@ -153,8 +178,8 @@ def sscore_card(header: dict[str, Any], name: str) -> str:
         "",
         f"Chen et al. report {published}. Their estimators are 20-block × 256-channel residual "
         f"nets trained on GPUs on hundreds of thousands of games. This one is {net['blocks']} × "
-        f"{net['channels']} (a few hundred thousand parameters, ~100× smaller) and saw about "
-        f"{_positions_seen(header):,.0f} training positions on one shared CPU core (orders of "
+        f"{net['channels']} ({_parameters(net):,} parameters) and saw about "
+        f"{_positions_seen(header):,.0f} training positions on {_trained_on(train)} (orders of "
         "magnitude less training): one game of a player says much less about the rank than "
         "with the published nets, so accuracy at small n is well below theirs. The same "
         "command with `--blocks 20 --channels 256`, all games and no time budget on a GPU "
@@ -193,7 +218,7 @@ def go_policy_card(header: dict[str, Any], name: str) -> str:
         "",
         "KataGo's b18c384 HumanSL net was trained on GPUs on millions of human games; this "
         f"{net['blocks']} × {net['channels']} net saw about {_positions_seen(header):,.0f} "
-        "training positions on one shared CPU core. It imitates moves well for its size, but "
+        f"training positions on {_trained_on(header['train'])}. It imitates moves well for its size, but "
         "what separates adjacent ranks' moves is a few millinats per move, below what so little "
         "training resolves. It exists to make Go imitation levels available offline and cheaply "
         "(one trunk pass for all ranks); a full-size run is the same command with "

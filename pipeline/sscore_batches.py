@@ -334,13 +334,20 @@ def sample_batch(
     return SScoreBatch(rows=rows, moves=moves, instances=instances, with_r_inf=with_r_inf)
 
 
-def net_inputs(pool: PositionPool, rows: np.ndarray, moves: np.ndarray) -> tuple[torch.Tensor, ...]:
-    """Float32 net inputs (contract C4 order) for flat ``rows`` shown ``moves`` (one-hot)."""
+def net_inputs(
+    pool: PositionPool,
+    rows: np.ndarray,
+    moves: np.ndarray,
+    device: torch.device | str = "cpu",
+) -> tuple[torch.Tensor, ...]:
+    """Float32 net inputs (contract C4 order) on ``device`` for flat ``rows`` shown ``moves``
+    (one-hot). The planes travel as uint8 and become float there."""
     rows = rows.reshape(-1)
     size = chess_spec.POLICY_SIZE if pool.game == "chess" else go_spec.POLICY_SIZE
-    played = torch.zeros(len(rows), size)  # (B, policy)
-    played[torch.arange(len(rows)), torch.from_numpy(moves.reshape(-1))] = 1.0
-    planes = torch.from_numpy(pool.planes[rows]).float()  # (B, C, H, W)
+    played = torch.zeros(len(rows), size, device=device)  # (B, policy)
+    shown = torch.from_numpy(moves.reshape(-1)).to(device)
+    played[torch.arange(len(rows), device=device), shown] = 1.0
+    planes = torch.from_numpy(pool.planes[rows]).to(device).float()  # (B, C, H, W)
     if pool.game == "chess":
         return planes, played
-    return planes, torch.from_numpy(pool.global_[rows]), played
+    return planes, torch.from_numpy(pool.global_[rows]).to(device), played

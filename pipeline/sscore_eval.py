@@ -23,6 +23,7 @@ from scipy.stats import spearmanr
 from torch import nn
 
 from pipeline.sscore_batches import PositionPool, net_inputs
+from pipeline.train_device import module_device
 
 NS = (1, 5, 10, 15, 20)
 # Published accuracies for n = 1, 5, 10, 15, 20 (Chen, Shih & Wu 2025, "with r∞" estimator).
@@ -117,14 +118,15 @@ class SScoreEvaluation:
 def score_rows(
     net: nn.Module, pool: PositionPool, rows: np.ndarray, moves: np.ndarray, *, batch: int = 512
 ) -> np.ndarray:
-    """(K,) s-score of each (row, move) pair, in eval mode."""
+    """(K,) s-score of each (row, move) pair, in eval mode, on the net's device."""
+    device = module_device(net)
     was_training = net.training
     net.eval()
     out = np.empty(len(rows), np.float32)
     for start in range(0, len(rows), batch):
         stop = min(start + batch, len(rows))
-        sscore = net(*net_inputs(pool, rows[start:stop], moves[start:stop]))[0]  # (b, 1)
-        out[start:stop] = sscore[:, 0].numpy()
+        inputs = net_inputs(pool, rows[start:stop], moves[start:stop], device)
+        out[start:stop] = net(*inputs)[0][:, 0].cpu().numpy()  # (b,)
     net.train(was_training)
     return out
 

@@ -34,6 +34,7 @@ from pipeline.go_rank_policy import (
 )
 from pipeline.model_export import GO_POLICY_FORMAT, ExportedModel
 from pipeline.sscore_batches import GO_RANK_GROUPS, PositionPool, build_pool
+from pipeline.train_device import module_device
 from pipeline.train_loop import (
     StepOutput,
     TimeBudget,
@@ -43,6 +44,7 @@ from pipeline.train_loop import (
     masked_log_softmax,
     restore_best,
     run_loop,
+    run_params,
     run_record,
     start_run,
 )
@@ -175,21 +177,33 @@ def position_ranks(pool: PositionPool) -> np.ndarray:
     return rank_indices(pool.instance_rank)[pool.position_instance]
 
 
-def _inputs(pool: PositionPool, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.from_numpy(pool.planes[rows]).float(), torch.from_numpy(pool.global_[rows])
+def _inputs(
+    pool: PositionPool, rows: np.ndarray, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(spatial, global) of ``rows`` on ``device``; the planes travel as uint8."""
+    spatial = torch.from_numpy(pool.planes[rows]).to(device).float()
+    return spatial, torch.from_numpy(pool.global_[rows]).to(device)
+
+
+def _legal_and_target(
+    pool: PositionPool, rows: np.ndarray, size: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, size) legal-move mask and (B,) played move of ``rows``, on ``device``."""
+    mask = legal_mask(pool.legal_offsets, pool.legal_index, rows, size).to(device)
+    return mask, torch.from_numpy(pool.played[rows]).to(device)
 
 
 def _loss(
     net: GoRankPolicyNet, pool: PositionPool, rows: np.ndarray, ranks: np.ndarray
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean cross-entropy at the movers' ranks and the top-1 hits: (scalar, (B,) bool)."""
-    h = net.features(*_inputs(pool, rows))  # (B, H, 361)
-    logits = net.mover_logits(h, torch.from_numpy(ranks))  # (B, 362)
-    logp = masked_log_softmax(
-        logits, legal_mask(pool.legal_offsets, pool.legal_index, rows, logits.shape[1])
-    )
-    target = torch.from_numpy(pool.played[rows])
-    return -logp[torch.arange(len(rows)), target].mean(), logp.argmax(dim=1) == target
+    device = module_device(net)
+    h = net.features(*_inputs(pool, rows, device))  # (B, H, 361)
+    logits = net.mover_logits(h, torch.from_numpy(ranks).to(device))  # (B, 362)
+    mask, target = _legal_and_target(pool, rows, logits.shape[1], device)
+    logp = masked_log_softmax(logits, mask)
+    rows_on = torch.arange(len(rows), device=device)
+    return -logp[rows_on, target].mean(), logp.argmax(dim=1) == target
 
 
 @torch.inference_mode()
@@ -208,7 +222,7 @@ def validate(
         chunk = rows[start : start + 256]
         loss, hit = _loss(net, pool, chunk, ranks[chunk])
         losses.append(float(loss) * len(chunk))
-        hits.append(hit.numpy())
+        hits.append(hit.cpu().numpy())
     net.train()
     return {
         "val_loss": sum(losses) / len(rows),
@@ -249,7 +263,9 @@ def score_positions(
     """Score every pool position with a known rank: one trunk pass, then the group
     representatives' heads and the position's own rank's head, nothing else."""
     net.eval()
+    device = module_device(net)
     reps = np.array([GO_POLICY_RANKS.index(GROUP_REPRESENTATIVE[g]) for g in GO_RANK_GROUPS])
+    reps_on = torch.from_numpy(reps).to(device)
     ranks = position_ranks(pool)
     group = pool.instance_group[pool.position_instance].astype(np.int64)
     rows = np.flatnonzero((ranks >= 0) & (group >= 0))
@@ -257,22 +273,22 @@ def score_positions(
     own_ll = np.zeros(len(rows))
     rep_hit = np.zeros((len(reps), len(rows)), bool)
     rep_ll = np.zeros((len(reps), len(rows)))
-    every = torch.arange(batch)
+    every = torch.arange(batch, device=device)
     for start in range(0, len(rows), batch):
         sl = slice(start, start + batch)
         chunk = rows[sl]
         b = len(chunk)
-        h = net.features(*_inputs(pool, chunk))  # (b, H, 361): one trunk pass
+        h = net.features(*_inputs(pool, chunk, device))  # (b, H, 361): one trunk pass
+        own_rank = torch.from_numpy(ranks[chunk]).to(device)
         logits = torch.cat(
-            [net.rank_logits(h, torch.from_numpy(reps)),  # (b, A, 362)
-             net.mover_logits(h, torch.from_numpy(ranks[chunk]))[:, None]],  # (b, 1, 362)
+            [net.rank_logits(h, reps_on),  # (b, A, 362)
+             net.mover_logits(h, own_rank)[:, None]],  # (b, 1, 362)
             dim=1,
         )  # fmt: skip
-        mask = legal_mask(pool.legal_offsets, pool.legal_index, chunk, go_spec.POLICY_SIZE)
+        mask, target = _legal_and_target(pool, chunk, go_spec.POLICY_SIZE, device)
         logp = masked_log_softmax(logits, mask[:, None])  # (b, A+1, 362)
-        target = torch.from_numpy(pool.played[chunk])
-        played_lp = logp[every[:b], :, target]  # (b, A+1)
-        top = logp.argmax(dim=2) == target[:, None]  # (b, A+1)
+        played_lp = logp[every[:b], :, target].cpu()  # (b, A+1)
+        top = (logp.argmax(dim=2) == target[:, None]).cpu()  # (b, A+1)
         own_ll[sl] = played_lp[:, -1].numpy()
         own_hit[sl] = top[:, -1].numpy()
         rep_ll[:, sl] = played_lp[:, :-1].T.numpy()
@@ -403,8 +419,8 @@ def train(
         {GO_POLICY_RANKS[r] for r in np.unique(ranks[usable])}, key=GO_POLICY_RANKS.index
     )
     epoch_steps = config.epoch_steps or max(1, len(usable) // config.batch_size)
-    params = {**config.resume_keys(), "games_dir": str(games_dir), "epoch_steps": epoch_steps,
-              "train_positions": len(usable), "trained_ranks": ",".join(trained)}  # fmt: skip
+    params = run_params(config, net, games_dir, epoch_steps=epoch_steps,
+                        train_positions=len(usable), trained_ranks=",".join(trained))  # fmt: skip
 
     def step(rng: np.random.Generator) -> StepOutput:
         rows = np.sort(usable[rng.integers(0, len(usable), size=config.batch_size)])

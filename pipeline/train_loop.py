@@ -37,6 +37,7 @@ from pipeline import tracking
 from pipeline.data_split import SplitConfig
 from pipeline.model_export import ExportedModel, export_model
 from pipeline.sscore_batches import GO_DEFAULT_KOMI
+from pipeline.train_device import device_label, module_device, resolve_device
 from pipeline.training_games import ingest_summary
 
 logger = logging.getLogger(__name__)
@@ -74,6 +75,9 @@ class TrainSettings:
     # the run then evaluates and exports the weights of the validation where it was highest
     # (early stopping by validation games) instead of those of the last step.
     select_best: str | None = None
+    # Where the net trains: auto (a CUDA GPU when there is one, else the CPU), cpu, cuda, cuda:N
+    # (``pipeline/train_device.py``). Not a resume key: a run may resume on another device.
+    device: str = "auto"
 
     def split_config(self) -> SplitConfig:
         train, validation, evaluation = self.split_fractions
@@ -84,7 +88,7 @@ class TrainSettings:
         return {
             k: (list(v) if isinstance(v, tuple) else v)
             for k, v in asdict(self).items()
-            if k != "log_every"
+            if k not in ("log_every", "device")
         }
 
 
@@ -322,8 +326,8 @@ def start_run(
     command: str | None = None,
     init_shape: tuple[str, dict[str, Any]] | None = None,
 ) -> tuple[nn.Module, torch.optim.Optimizer, TrainState]:
-    """Seed, build the net (after seeding: its initial weights depend on the seed), AdamW, and
-    the state — restored from ``checkpoint_dir`` when ``resume``; ``command`` (this invocation's
+    """Seed, build the net (after seeding: its initial weights depend on the seed) on
+    ``settings.device``, AdamW, and the state — restored from ``checkpoint_dir`` when ``resume``; ``command`` (this invocation's
     command line) is appended to the state's commands, which the model card lists.
 
     A new run with ``settings.init_from`` starts from that model's weights instead of random
@@ -331,7 +335,7 @@ def start_run(
     """
     rng = seed_everything(settings.seed)
     torch.use_deterministic_algorithms(True, warn_only=True)
-    net = build_net()
+    net = build_net().to(resolve_device(settings.device))
     init = None
     if settings.init_from and not resume:
         if init_shape is None:
@@ -427,11 +431,25 @@ def run_loop(
 
 
 def export_tracked(net: nn.Module, out_dir: Path, header: dict[str, Any]) -> ExportedModel:
-    """Export weights + ONNX into ``out_dir`` and attach both to the active MLflow run."""
-    exported = export_model(net, out_dir, header=header, card=None)
+    """Export weights + ONNX into ``out_dir`` and attach both to the active MLflow run. The net
+    is moved to the CPU first, so the exported weights load on machines without a GPU."""
+    exported = export_model(net.cpu(), out_dir, header=header, card=None)
     tracking.log_file(exported.weights, artifact_path="model")
     tracking.log_file(exported.onnx, artifact_path="model")
     return exported
+
+
+def run_params(
+    settings: TrainSettings, net: nn.Module, games_dir: Path, **extra: Any
+) -> dict[str, Any]:
+    """A run's MLflow parameters: its settings, the device it trains on (``cuda:0 (NVIDIA
+    H100 80GB HBM3)``), the games folder and what the trainer adds."""
+    return {
+        **settings.resume_keys(),
+        "device": device_label(module_device(net)),
+        "games_dir": str(games_dir),
+        **extra,
+    }
 
 
 def run_record(
@@ -441,8 +459,8 @@ def run_record(
     games_dir: Path,
 ) -> dict[str, Any]:
     """The ``train`` part of an exported model's header: everything its model card reports
-    (settings, steps, time, speed over all invocations, threads, the commands, where the
-    games came from and the model the run started from)."""
+    (settings and device, steps, time, speed over all invocations, threads, the commands,
+    where the games came from and the model the run started from)."""
     rate = state.step * positions_per_step / max(state.train_seconds, 1e-9)
     metric = params.get("select_best")
     return {

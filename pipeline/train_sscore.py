@@ -50,6 +50,7 @@ from pipeline.sscore_eval import (
     instance_scores,
 )
 from pipeline.sscore_net import SScoreNet, SScoreNetConfig
+from pipeline.train_device import module_device
 from pipeline.train_loop import (
     StepOutput,
     TimeBudget,
@@ -57,6 +58,7 @@ from pipeline.train_loop import (
     export_tracked,
     restore_best,
     run_loop,
+    run_params,
     run_record,
     start_run,
 )
@@ -124,14 +126,17 @@ def _step_losses(
     real: np.ndarray,
     shape: tuple[int, ...],
 ) -> dict[str, torch.Tensor]:
-    sscore, policy, value = net(*net_inputs(pool, rows, moves))  # (B, 1), (B, A), (B, 1)
+    device = module_device(net)
+    inputs = net_inputs(pool, rows, moves, device)
+    sscore, policy, value = net(*inputs)  # (B, 1), (B, A), (B, 1)
     beta = sscore.reshape(shape).mean(dim=2)  # (G, R)
     real_rows = rows.reshape(-1)[real.reshape(-1)]
-    keep = torch.from_numpy(real.reshape(-1))
+    keep = torch.from_numpy(real.reshape(-1)).to(device)
     logp = torch.log_softmax(policy[keep], dim=1)  # (B', A) unmasked, as the score head reads it
-    target = torch.from_numpy(pool.played[real_rows])
-    policy_loss = -logp[torch.arange(len(real_rows)), target].mean()
-    value_loss = ((value[keep, 0] - torch.from_numpy(pool.value[real_rows])) ** 2).mean()
+    target = torch.from_numpy(pool.played[real_rows]).to(device)
+    policy_loss = -logp[torch.arange(len(real_rows), device=device), target].mean()
+    outcome = torch.from_numpy(pool.value[real_rows]).to(device)
+    value_loss = ((value[keep, 0] - outcome) ** 2).mean()
     return {
         "bt": bradley_terry_loss(beta),
         "policy": policy_loss,
@@ -159,7 +164,7 @@ def validate(net: SScoreNet, pool: PositionPool, config: SScoreTrainConfig) -> d
         out = _step_losses(net, pool, batch.rows, batch.moves, batch.real, batch.rows.shape)
         for k in losses:
             losses[k].append(float(out[k]))
-        betas.append(out["beta"].numpy())
+        betas.append(out["beta"].cpu().numpy())
     net.train()
     beta = np.concatenate(betas)  # (V*G, R)
     first_real = 1 if config.with_r_inf else 0
@@ -269,8 +274,8 @@ def train(
         1, -(-len(eligible[0]) // (config.groups * (ranks - config.with_r_inf)))
     )
     batch_positions = config.groups * ranks * config.positions
-    params = {**config.resume_keys(), "games_dir": str(games_dir), "epoch_steps": epoch_steps}
-    params.update({f"{k}_instances": v.num_instances for k, v in pools.items()})
+    params = run_params(config, net, games_dir, epoch_steps=epoch_steps,
+                        **{f"{k}_instances": v.num_instances for k, v in pools.items()})  # fmt: skip
 
     def step(rng: np.random.Generator) -> StepOutput:
         batch = sample_batch(
