@@ -54,22 +54,15 @@ def _commands(commands: list[str]) -> list[str]:
     ]
 
 
-def _where(train: dict[str, Any]) -> str:
-    """The device a run trained on. Headers before ``--device`` (the shipped models) were all
-    trained on this project's 2-core CPU machine."""
+def _trained_on(train: dict[str, Any], *, threads: bool = False) -> str:
+    """The device a run trained on (with the torch threads of a CPU run when ``threads``).
+    Headers written before ``--device`` (the shipped models) were all trained on this project's
+    2-core CPU machine."""
     device = train.get("device")
-    threads = f"{train['torch_threads']} torch thread(s)"
+    count = f", {train['torch_threads']} torch thread(s)" if threads else ""
     if device is None:
-        return f"a 2-core CPU shared with other jobs, {threads}"
-    return f"the CPU, {threads}" if device == "cpu" else f"GPU {device}"
-
-
-def _trained_on(train: dict[str, Any]) -> str:
-    """Short form of :func:`_where` for the "how far" sections."""
-    device = train.get("device")
-    if device is None:
-        return "one shared CPU core"
-    return "the CPU" if device == "cpu" else f"a GPU, {device}"
+        return f"a 2-core CPU shared with other jobs{count}" if threads else "one shared CPU core"
+    return f"the CPU{count}" if device == "cpu" else f"GPU {device}"
 
 
 def _parameters(net: dict[str, Any]) -> int:
@@ -106,7 +99,8 @@ def _made(header: dict[str, Any]) -> list[str]:
         _SPLIT_TEXT.format(fractions=tuple(train["split_fractions"]), salt=train["split_salt"]),
         "",
         f"Seed {train['seed']}; {train['steps']} steps in {train['train_seconds'] / 60:.1f} min "
-        f"of training on {_where(train)}, {train['positions_per_second']:.0f} training "
+        f"of training on {_trained_on(train, threads=True)}, "
+        f"{train['positions_per_second']:.0f} training "
         "positions/s on average.",
         "",
         "Settings: " + ", ".join(f"`{k}={v}`" for k, v in train.items() if k not in _RUN_KEYS),
@@ -218,7 +212,8 @@ def go_policy_card(header: dict[str, Any], name: str) -> str:
         "",
         "KataGo's b18c384 HumanSL net was trained on GPUs on millions of human games; this "
         f"{net['blocks']} × {net['channels']} net saw about {_positions_seen(header):,.0f} "
-        f"training positions on {_trained_on(header['train'])}. It imitates moves well for its size, but "
+        f"training positions on {_trained_on(header['train'])}. It imitates moves well for its "
+        "size, but "
         "what separates adjacent ranks' moves is a few millinats per move, below what so little "
         "training resolves. It exists to make Go imitation levels available offline and cheaply "
         "(one trunk pass for all ranks); a full-size run is the same command with "

@@ -327,8 +327,9 @@ def start_run(
     init_shape: tuple[str, dict[str, Any]] | None = None,
 ) -> tuple[nn.Module, torch.optim.Optimizer, TrainState]:
     """Seed, build the net (after seeding: its initial weights depend on the seed) on
-    ``settings.device``, AdamW, and the state — restored from ``checkpoint_dir`` when ``resume``; ``command`` (this invocation's
-    command line) is appended to the state's commands, which the model card lists.
+    ``settings.device``, AdamW, and the state — restored from ``checkpoint_dir`` when
+    ``resume``; ``command`` (this invocation's command line) is appended to the state's
+    commands, which the model card lists.
 
     A new run with ``settings.init_from`` starts from that model's weights instead of random
     ones; ``init_shape`` = (format, net config dict) is what the model must match.
