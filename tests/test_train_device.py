@@ -9,7 +9,7 @@ import copy
 import numpy as np
 import pytest
 import torch
-from train_real_games import chess_games, go_games, write_games_dir
+from train_real_games import SMALL_SSCORE, chess_games, go_games, train_small, write_games_dir
 
 from pipeline.cli import build_parser, main
 from pipeline.cli_train_nets import sscore_config
@@ -22,27 +22,8 @@ from pipeline.train_device import DeviceError, resolve_device
 from pipeline.train_go_policy import GoPolicyTrainConfig
 from pipeline.train_go_policy import train as train_policy
 from pipeline.train_sscore import SScoreTrainConfig
-from pipeline.train_sscore import train as train_sscore
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-
-SMALL = {
-    "game": "chess", "blocks": 1, "channels": 8, "score_channels": 8, "groups": 2,
-    "positions": 2, "max_steps": 4, "warmup_steps": 1, "epoch_steps": 2, "validation_batches": 1,
-    "max_validation_games": 40, "split_fractions": (0.5, 0.5, 0.0),
-}  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def chess_dir(tmp_path_factory):
-    return write_games_dir(chess_games(8), tmp_path_factory.mktemp("games-chess"))
-
-
-def _train(config, games, out, **kw):
-    return train_sscore(
-        config, games, out, progress=False, evaluate=False,
-        tracking_uri=f"sqlite:///{out / 'mlflow.db'}", command="kibitz train sscore chess", **kw,
-    )  # fmt: skip
 
 
 def test_device_names_resolve_or_fail_clearly():
@@ -76,7 +57,12 @@ def test_cli_option_sets_the_device_and_resume_allows_another(tmp_path):
 
 
 def test_cpu_run_records_its_device_in_header_and_card(chess_dir, tmp_path):
-    result = _train(SScoreTrainConfig(**SMALL, device="cpu"), chess_dir, tmp_path / "cpu")
+    result = train_small(
+        SScoreTrainConfig(**SMALL_SSCORE, device="cpu"),
+        chess_dir,
+        tmp_path / "cpu",
+        command="kibitz a",
+    )
     header, _ = read_model_file(result.exported.weights)
     assert header["train"]["device"] == "cpu"
     card = render_card(header, "test")
@@ -91,7 +77,13 @@ def test_cpu_run_records_its_device_in_header_and_card(chess_dir, tmp_path):
 @needs_cuda
 def test_gpu_run_exports_cpu_weights_and_resumes_on_the_cpu(chess_dir, tmp_path):
     out = tmp_path / "gpu"
-    first = _train(SScoreTrainConfig(**SMALL, device="cuda"), chess_dir, out, stop_after=2)
+    first = train_small(
+        SScoreTrainConfig(**SMALL_SSCORE, device="cuda"),
+        chess_dir,
+        out,
+        stop_after=2,
+        command="kibitz a",
+    )
     header, weights = read_model_file(first.exported.weights)
     assert header["train"]["device"].startswith(f"cuda:0 ({torch.cuda.get_device_name(0)}")
     assert {t.device.type for t in weights.values()} == {"cpu"}
@@ -107,8 +99,14 @@ def test_gpu_run_exports_cpu_weights_and_resumes_on_the_cpu(chess_dir, tmp_path)
     on_gpu = score_rows(copy.deepcopy(cpu_net).cuda(), pool, rows, pool.played)
     np.testing.assert_allclose(on_gpu, on_cpu, atol=5e-3)
     # The GPU checkpoint resumes on the CPU and finishes the schedule there.
-    rest = _train(SScoreTrainConfig(**SMALL, device="cpu"), chess_dir, out, resume=True)
-    assert rest.steps == SMALL["max_steps"]
+    rest = train_small(
+        SScoreTrainConfig(**SMALL_SSCORE, device="cpu"),
+        chess_dir,
+        out,
+        resume=True,
+        command="kibitz b",
+    )
+    assert rest.steps == SMALL_SSCORE["max_steps"]
     header, _ = read_model_file(rest.exported.weights)
     assert header["train"]["device"] == "cpu"
     assert len(header["train"]["commands"]) == 2

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 import torch
-from train_real_games import chess_games, go_games, write_games_dir
+from train_real_games import SMALL_SSCORE, go_games, train_small, write_games_dir
 
 from pipeline.model_cards import render_card
 from pipeline.model_export import read_model_file
@@ -16,49 +16,29 @@ from pipeline.train_go_policy import GoPolicyTrainConfig
 from pipeline.train_go_policy import train as train_policy
 from pipeline.train_loop import positions_trained
 from pipeline.train_sscore import SScoreTrainConfig
-from pipeline.train_sscore import train as train_sscore
-
-SMALL = {
-    "game": "chess", "blocks": 1, "channels": 8, "score_channels": 8, "groups": 2,
-    "positions": 2, "max_steps": 4, "warmup_steps": 1, "epoch_steps": 2, "validation_batches": 1,
-    "max_validation_games": 40, "split_fractions": (0.5, 0.5, 0.0),
-}  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def chess_dir(tmp_path_factory):
-    return write_games_dir(chess_games(8), tmp_path_factory.mktemp("games-chess"))
 
 
 @pytest.fixture(scope="module")
 def first_model(chess_dir, tmp_path_factory):
     """A 4-step s-score run with its export: the model the tests start from."""
     out = tmp_path_factory.mktemp("first")
-    result = train_sscore(
-        SScoreTrainConfig(**SMALL), chess_dir, out, progress=False, evaluate=False,
-        tracking_uri=f"sqlite:///{out / 'mlflow.db'}", command="kibitz train sscore chess a",
-    )  # fmt: skip
+    result = train_small(
+        SScoreTrainConfig(**SMALL_SSCORE), chess_dir, out, command="kibitz train sscore chess a"
+    )
     return result.exported
-
-
-def _run(config, games, out, **kw):
-    return train_sscore(
-        config, games, out, progress=False, evaluate=False,
-        tracking_uri=f"sqlite:///{out / 'mlflow.db'}", **kw,
-    )  # fmt: skip
 
 
 def test_run_starts_from_the_model_weights_and_records_it(chess_dir, first_model, tmp_path):
     path = str(first_model.weights)
-    config = SScoreTrainConfig(**{**SMALL, "init_from": path})
+    config = SScoreTrainConfig(**{**SMALL_SSCORE, "init_from": path})
     # No step: the net is exactly the exported one.
-    still = _run(config, chess_dir, tmp_path / "zero", stop_after=0, command="kibitz b")
+    still = train_small(config, chess_dir, tmp_path / "zero", stop_after=0, command="kibitz b")
     _, start = read_model_file(still.exported.weights)
     _, first = read_model_file(first_model.weights)
     assert start.keys() == first.keys()
     assert all(torch.equal(start[k], first[k]) for k in first)
     # Training moves on from there; the header names the initial model by name and sha256.
-    more = _run(config, chess_dir, tmp_path / "more", command="kibitz c")
+    more = train_small(config, chess_dir, tmp_path / "more", command="kibitz c")
     record = more.exported.header["train"]["init_from_model"]
     assert record["model"] == path and record["sha256"] == file_sha256(first_model.weights)
     assert record["steps"] == 4 and record["commands"] == ["kibitz train sscore chess a"]
@@ -73,18 +53,20 @@ def test_run_starts_from_the_model_weights_and_records_it(chess_dir, first_model
 
 
 def test_resume_keeps_the_record_of_the_initial_model(chess_dir, first_model, tmp_path):
-    config = SScoreTrainConfig(**{**SMALL, "init_from": str(first_model.weights)})
-    _run(config, chess_dir, tmp_path / "run", stop_after=2, export=False)
-    resumed = _run(config, chess_dir, tmp_path / "run", resume=True)
+    config = SScoreTrainConfig(**{**SMALL_SSCORE, "init_from": str(first_model.weights)})
+    train_small(config, chess_dir, tmp_path / "run", stop_after=2, export=False)
+    resumed = train_small(config, chess_dir, tmp_path / "run", resume=True)
     assert resumed.steps == 4
     record = resumed.exported.header["train"]["init_from_model"]
     assert record["sha256"] == file_sha256(first_model.weights)
 
 
 def test_a_model_of_another_shape_or_format_is_refused(chess_dir, first_model, tmp_path):
-    wider = SScoreTrainConfig(**{**SMALL, "channels": 16, "init_from": str(first_model.weights)})
+    wider = SScoreTrainConfig(
+        **{**SMALL_SSCORE, "channels": 16, "init_from": str(first_model.weights)}
+    )
     with pytest.raises(ValueError, match="set --blocks/--channels to match"):
-        _run(wider, chess_dir, tmp_path / "wider")
+        train_small(wider, chess_dir, tmp_path / "wider")
     policy = GoPolicyTrainConfig(
         blocks=1, channels=8, head_channels=4, batch_size=8, positions_per_instance=4,
         max_steps=1, init_from=str(first_model.weights),
@@ -96,6 +78,6 @@ def test_a_model_of_another_shape_or_format_is_refused(chess_dir, first_model, t
 
 
 def test_init_from_is_a_setting_a_resume_must_share():
-    assert "init_from" in SScoreTrainConfig(**SMALL).resume_keys()
+    assert "init_from" in SScoreTrainConfig(**SMALL_SSCORE).resume_keys()
     fields = {f.name for f in dataclasses.fields(GoPolicyTrainConfig)}
     assert {"init_from", "evaluation_positions_per_instance"} <= fields

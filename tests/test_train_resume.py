@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from train_real_games import chess_games, go_games, write_games_dir
+from train_real_games import go_games, write_games_dir
 
 from pipeline.train_go_policy import GoPolicyTrainConfig
 from pipeline.train_go_policy import train as train_policy
@@ -22,11 +22,6 @@ def _assert_same(a, b):
     assert a.keys() == b.keys()
     for key in a:
         assert torch.equal(a[key], b[key]), key
-
-
-@pytest.fixture(scope="module")
-def chess_dir(tmp_path_factory):
-    return write_games_dir(chess_games(8), tmp_path_factory.mktemp("games-chess"))
 
 
 def test_sscore_resume_reproduces_uninterrupted_run(chess_dir, tmp_path):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
-from train_real_games import chess_games, write_games_dir
+from train_real_games import SMALL_SSCORE, train_small
 
 from pipeline.cli import build_parser
 from pipeline.cli_train_nets import sscore_config
@@ -22,27 +22,9 @@ from pipeline.train_loop import (
     selected_validation,
 )
 from pipeline.train_sscore import SScoreTrainConfig
-from pipeline.train_sscore import train as train_sscore
 
-SMALL = {
-    "game": "chess", "blocks": 1, "channels": 8, "score_channels": 8, "groups": 2,
-    "positions": 2, "max_steps": 6, "warmup_steps": 1, "epoch_steps": 2, "validation_batches": 1,
-    "max_validation_games": 40, "split_fractions": (0.5, 0.5, 0.0),
-    "select_best": "val_min_gap_z",
-}  # fmt: skip
+SMALL = {**SMALL_SSCORE, "max_steps": 6, "select_best": "val_min_gap_z"}
 BANDS = ("1200-1400", "1400-1600", "1600-1800", "1800-2000", "2000-2200", "2200-2400", "2400-2600")
-
-
-@pytest.fixture(scope="module")
-def chess_dir(tmp_path_factory):
-    return write_games_dir(chess_games(8), tmp_path_factory.mktemp("games-chess"))
-
-
-def _run(config, games, out, **kw):
-    return train_sscore(
-        config, games, out, progress=False, evaluate=False,
-        tracking_uri=f"sqlite:///{out / 'mlflow.db'}", **kw,
-    )  # fmt: skip
 
 
 def _state(values: list[float]) -> TrainState:
@@ -74,7 +56,9 @@ def test_keep_if_best_keeps_only_improvements():
 
 
 def test_run_exports_the_weights_of_its_best_validation(chess_dir, tmp_path):
-    result = _run(SScoreTrainConfig(**SMALL), chess_dir, tmp_path / "run", command="kibitz s")
+    result = train_small(
+        SScoreTrainConfig(**SMALL), chess_dir, tmp_path / "run", command="kibitz s"
+    )
     history = result.history
     assert [row["step"] for row in history] == [2, 4, 6]
     for row in history:  # one gap per band over the band below; the smallest is val_min_gap_z
@@ -93,8 +77,10 @@ def test_run_exports_the_weights_of_its_best_validation(chess_dir, tmp_path):
     card = render_card(header, "selected")
     assert f"Weights: those of step {best_step}, the validation with the highest " in card
     # A run stopped after the first validation and resumed selects the same weights.
-    _run(SScoreTrainConfig(**SMALL), chess_dir, tmp_path / "staged", stop_after=3, export=False)
-    resumed = _run(SScoreTrainConfig(**SMALL), chess_dir, tmp_path / "staged", resume=True)
+    train_small(
+        SScoreTrainConfig(**SMALL), chess_dir, tmp_path / "staged", stop_after=3, export=False
+    )
+    resumed = train_small(SScoreTrainConfig(**SMALL), chess_dir, tmp_path / "staged", resume=True)
     assert resumed.exported.header["train"]["selected"] == header["train"]["selected"]
     _, again = read_model_file(resumed.exported.weights)
     assert all(torch.equal(again[k], exported[k]) for k in exported)

@@ -23,6 +23,13 @@ from pipeline.sscore_batches import (
 
 CHESS_DIR = "chess/lichess-2024-02-blitz/testing"
 GO_DIR = "go/fox-selected/testing"
+# A seconds-long s-score run on real chess games: 1 block × 8 channels, 2 groups × 2 positions,
+# half the games train and half validate (no evaluation split). Tests override what they test.
+SMALL_SSCORE = {
+    "game": "chess", "blocks": 1, "channels": 8, "score_channels": 8, "groups": 2,
+    "positions": 2, "max_steps": 4, "warmup_steps": 1, "epoch_steps": 2, "validation_batches": 1,
+    "max_validation_games": 40, "split_fractions": (0.5, 0.5, 0.0),
+}  # fmt: skip
 
 
 def _first_games(reader, path: Path, n: int) -> pa.Table:
@@ -72,3 +79,14 @@ def evaluation_pool(game: str, read_per_group: int, positions_per_instance: int)
         positions_per_instance=positions_per_instance,
         seed=3,
     )
+
+
+def train_small(config, games: Path, out: Path, **kw):
+    """``kibitz train sscore``'s run function without progress bar or final evaluation, tracked
+    in ``out/mlflow.db``; ``kw`` as :func:`pipeline.train_sscore.train` takes them."""
+    from pipeline.train_sscore import train  # mlflow is slow to import: only for the runs
+
+    return train(
+        config, games, out, progress=False, evaluate=False,
+        tracking_uri=f"sqlite:///{out / 'mlflow.db'}", **kw,
+    )  # fmt: skip

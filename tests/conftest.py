@@ -1,0 +1,12 @@
+"""Fixtures shared by the training tests."""
+
+from __future__ import annotations
+
+import pytest
+from train_real_games import chess_games, write_games_dir
+
+
+@pytest.fixture(scope="module")
+def chess_dir(tmp_path_factory):
+    """The first 8 games of each Lichess band as a games-table folder (one per test module)."""
+    return write_games_dir(chess_games(8), tmp_path_factory.mktemp("games-chess"))
