@@ -3,6 +3,7 @@
     python bench/sscore_held_out.py chess            # kibitz-sscore-chess, all moves
     python bench/sscore_held_out.py go --positions 16
     python bench/sscore_held_out.py chess --model OUT/model.kibitz.pt --device cuda
+    python bench/sscore_held_out.py chess --model kibitz-sscore-chess-levels --cache kibitz-out/maia-levels
 
 Two held-out sets, then both pooled:
 - the evaluation split (``pipeline/data_split.py``) of the ``testing/`` files the net trained on;
@@ -29,6 +30,7 @@ net gives any move there: which positions a group reaches), and a *move* part, t
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +38,7 @@ import pyarrow.compute as pc
 
 from pipeline import ingest_pgn, ingest_sgf, model_registry, settings
 from pipeline.data_split import EVALUATION, TRAIN, assign_splits
+from pipeline.level_policies import cached_level_policies
 from pipeline.sscore_batches import RANK_GROUPS, PositionPool, build_pool, random_other_legal
 from pipeline.sscore_eval import (
     adjacent_gap_z,
@@ -45,6 +48,8 @@ from pipeline.sscore_eval import (
     instance_scores,
     score_rows,
 )
+from pipeline.sscore_levels import LevelsSScore
+from pipeline.train_sscore_levels import ScoredPool
 
 SPLITS = {
     "chess": ("chess/lichess-2024-02-blitz", ".pgn.zst", ingest_pgn),
@@ -75,9 +80,16 @@ def held_out_sets(game: str) -> dict[str, pa.Table]:
     }
 
 
-def held_out_scores(net, games: pa.Table, game: str, positions: int | None):
-    """(instance scores, the pool they were scored on) of ``games``."""
+def held_out_scores(
+    net, games: pa.Table, game: str, positions: int | None, cache: Path | None, name: str
+):
+    """(instance scores, the pool they were scored on) of ``games``. A levels s-score scores
+    through its levels' policies, kept in ``cache`` (``pipeline/level_policies.py``)."""
     pool = build_pool(games, game, positions_per_instance=positions, seed=3)
+    if isinstance(net, LevelsSScore):
+        levels = {level: model_registry.model_sha256(level) for level in net.head.config.levels}
+        policies = cached_level_policies(net, pool, levels, cache, name)
+        return ScoredPool(pool, policies).instance_scores(net.head), pool
     return instance_scores(net, pool), pool
 
 
@@ -197,6 +209,9 @@ def main() -> None:
         help="also split each mean into a position part (K random other moves) and a move part",
     )
     parser.add_argument("--device", default="cpu", help="torch device the net scores on, e.g. cuda")
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="levels s-score: folder for the levels' policies"
+    )
     args = parser.parse_args()
     if args.seen_players and args.game != "chess":
         parser.error("--seen-players is chess only (see the module docstring)")
@@ -208,8 +223,10 @@ def main() -> None:
         train = testing.filter(pa.array(assign_splits(testing["game_id"].to_pylist()) == TRAIN))
         report_training_players(train, labels)
     pooled_scores, pooled_groups = [], []
-    for name, games in held_out_sets(args.game).items():
-        scores, pool = held_out_scores(net, games, args.game, args.positions)
+    for i, (name, games) in enumerate(held_out_sets(args.game).items()):
+        scores, pool = held_out_scores(
+            net, games, args.game, args.positions, args.cache, f"held-out-{i}"
+        )
         groups = pool.instance_group.astype(np.int64)
         report(name, scores, groups, labels)
         if args.seen_players:

@@ -1,10 +1,11 @@
-"""``kibitz train sscore`` and ``kibitz train policy``: the sub-commands that train Kibitz's nets.
+"""``kibitz train sscore|sscore-levels|policy``: the sub-commands that train Kibitz's nets.
 
 Added to ``kibitz train`` (``pipeline/cli_train.py``) by :func:`add_parsers`::
 
     kibitz ingest chess ../shared/data/chess/lichess-2024-02-blitz/testing --out kibitz-out/games-chess
     kibitz train sscore chess --games kibitz-out/games-chess --out kibitz-out/sscore-chess
     kibitz train sscore go --games kibitz-out/games-go --out kibitz-out/sscore-go --max-minutes 40
+    kibitz train sscore-levels chess --games kibitz-out/games-chess --out kibitz-out/sscore-levels
     kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy --max-minutes 40
 
 ``--out`` receives checkpoints/, model.kibitz.pt, model.onnx, model.yaml, MODEL_CARD.md and the
@@ -56,6 +57,16 @@ SSCORE_OPTIONS: tuple[Option, ...] = (
     ("--score-dropout", float, "training-time dropout in the score head (default 0)"),
 )
 POLICY_OPTIONS: tuple[Option, ...] = (("--batch-size", int, "positions per step (default 64)"),)
+# A levels head has no trunk of its own: no --blocks/--channels, nor --init-from.
+LEVELS_SHARED = tuple(
+    o for o in SHARED_OPTIONS if o[0] not in ("--blocks", "--channels", "--init-from")
+)
+LEVELS_OPTIONS: tuple[Option, ...] = (
+    ("--groups", int, "G: groups per batch (default 32)"),
+    ("--positions", int, "P: positions per rank and group (default 8)"),
+    ("--max-reference-games", int, "training games of the protocol's reference means"),
+    ("--hidden", int, "width of the head's MLP (default 64)"),
+)
 # Option dests whose config field has another name.
 FIELD_OF = {"evaluation_positions": "evaluation_positions_per_instance"}
 
@@ -69,7 +80,9 @@ def _add_options(parser: argparse.ArgumentParser, options: tuple[Option, ...]) -
         parser.add_argument(flag, type=kind, help=text)
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
+def _add_common(
+    parser: argparse.ArgumentParser, shared: tuple[Option, ...] = SHARED_OPTIONS
+) -> None:
     parser.add_argument(
         "--games", required=True, help="games table folder (`kibitz ingest` output)"
     )
@@ -80,7 +93,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--resume", action="store_true", help="continue from OUT/checkpoints/last.pt"
     )
-    _add_options(parser, SHARED_OPTIONS)
+    _add_options(parser, shared)
     parser.add_argument(
         "--threads", type=int, help="torch CPU threads (results depend on it; default: torch's)"
     )
@@ -175,6 +188,28 @@ def cmd_train_sscore(args: argparse.Namespace) -> int:
     )  # fmt: skip
 
 
+def levels_config(args: argparse.Namespace) -> Any:
+    """The ``LevelsTrainConfig`` of a parsed ``kibitz train sscore-levels`` command line."""
+    from pipeline.train_sscore_levels import LevelsTrainConfig
+
+    levels = {"levels": tuple(args.levels.split(","))} if args.levels else {}
+    return LevelsTrainConfig(
+        game=args.game, with_r_inf=not args.no_r_inf, **levels,
+        **_overrides(args, LEVELS_SHARED + LEVELS_OPTIONS),
+    )  # fmt: skip
+
+
+def cmd_train_sscore_levels(args: argparse.Namespace) -> int:
+    from pipeline.train_sscore_levels import train
+
+    config = levels_config(args)
+    return _run(
+        args, config, train, game=args.game,
+        description=f"Kibitz levels s-score (Bradley-Terry head on {len(config.levels)} "
+        f"imitation levels' policies), {args.game}",
+    )  # fmt: skip
+
+
 def cmd_train_policy(args: argparse.Namespace) -> int:
     from pipeline.train_go_policy import GoPolicyTrainConfig, train
 
@@ -186,7 +221,7 @@ def cmd_train_policy(args: argparse.Namespace) -> int:
 
 
 def add_parsers(trainers: argparse._SubParsersAction) -> None:
-    """Add ``sscore`` and ``policy`` to the ``kibitz train`` sub-commands."""
+    """Add ``sscore``, ``sscore-levels`` and ``policy`` to the ``kibitz train`` sub-commands."""
     sscore = trainers.add_parser(
         "sscore",
         help="s-score strength estimator (Chen et al. 2025) for chess or Go",
@@ -203,6 +238,20 @@ def add_parsers(trainers: argparse._SubParsersAction) -> None:
         help="the score head does not read the policy's log-likelihood and entropy of the move",
     )
     sscore.set_defaults(func=cmd_train_sscore)
+    levels = trainers.add_parser(
+        "sscore-levels",
+        help="s-score head on the policies of several imitation levels (chess: Maia-1 1100-1900)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    levels.add_argument("game", choices=["chess"])
+    _add_common(levels, LEVELS_SHARED)
+    _add_options(levels, LEVELS_OPTIONS)
+    levels.add_argument(
+        "--levels", help="comma-separated registry names, weakest first (default maia-1100..1900)"
+    )
+    levels.add_argument("--no-r-inf", action="store_true", help="without the random-move rank r∞")
+    levels.set_defaults(func=cmd_train_sscore_levels)
     policy = trainers.add_parser(
         "policy",
         help="rank-conditioned Go imitation policy (all ranks in one trunk pass)",

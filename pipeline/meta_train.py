@@ -118,9 +118,9 @@ def net_hashes(features_dir: Path | None) -> dict[str, str]:
 
 
 def kibitz_trained_nets(features_dir: Path | None) -> list[str]:
-    """The nets of a features run that ``kibitz train`` made (formats ``kibitz-sscore`` and
-    ``kibitz-go-policy``, by registry entry or ``.kibitz.pt`` file): Kibitz trains them on the
-    train split of its one game split (``pipeline.data_split``)."""
+    """The nets of a features run that ``kibitz train`` made (formats ``kibitz-sscore``,
+    ``kibitz-sscore-levels`` and ``kibitz-go-policy``, by registry entry or ``.kibitz.pt``
+    file): Kibitz trains them on the train split of its one game split (``pipeline.data_split``)."""
     found = []
     for net in feature_nets(features_dir)[0]:
         model = str(net["model"])

@@ -17,7 +17,13 @@ from typing import Any
 
 import yaml
 
-from pipeline.model_export import CARD_NAME, GO_POLICY_FORMAT, HEADER_NAME, SSCORE_FORMAT
+from pipeline.model_export import (
+    CARD_NAME,
+    GO_POLICY_FORMAT,
+    HEADER_NAME,
+    LEVELS_FORMAT,
+    SSCORE_FORMAT,
+)
 from pipeline.sscore_eval import NS, PUBLISHED_ACCURACY, SScoreEvaluation
 from pipeline.train_loop import positions_trained
 
@@ -30,7 +36,7 @@ _SPLIT_TEXT = (
 # Run facts the card states in prose; every other ``train`` entry is listed as a setting.
 _RUN_KEYS = ("commands", "games", "steps", "train_seconds", "positions_per_second",
              "torch_threads", "games_dir", "init_from_model", "positions_trained",
-             "selected", "device")  # fmt: skip
+             "selected", "device", "level_policies")  # fmt: skip
 
 
 def _ingest_command(game: str, games: dict[str, Any] | None, games_dir: str) -> str | None:
@@ -133,8 +139,6 @@ def _positions_seen(header: dict[str, Any]) -> int:
 def sscore_card(header: dict[str, Any], name: str) -> str:
     """Card of an s-score net, quality next to Chen et al.'s published figures."""
     net, train, game = header["net"], header["train"], header["game"]
-    quality = header.get("quality")
-    per = train.get("evaluation_positions_per_instance")
     features = (
         " together with the policy's log-likelihood of it and the policy entropy"
         if net.get("policy_features")
@@ -152,18 +156,7 @@ def sscore_card(header: dict[str, Any], name: str) -> str:
         "## Quality (evaluation split)",
         "",
     ]
-    if quality:
-        moves = "all its moves" if per is None else f"at most {per} random moves of it"
-        lines += [
-            "Chen et al.'s protocol: each rank group's reference is the mean s-score of its "
-            f"instances in {train['max_reference_games']:,} training games; predict the group "
-            "whose reference is nearest to the mean s-score of n evaluation instances (an "
-            f"instance is a player's moves in one game; its score is the mean over {moves}); "
-            "1,000 draws per group; ±1 also accepts a neighbouring group.",
-            "",
-            SScoreEvaluation.from_dict(quality).to_markdown(),
-            "",
-        ]
+    lines += _quality(header)
     published = ", ".join(
         f"n={n}: {p} %" for n, p in zip(NS, PUBLISHED_ACCURACY[game], strict=True)
     )
@@ -181,6 +174,91 @@ def sscore_card(header: dict[str, Any], name: str) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _quality(header: dict[str, Any]) -> list[str]:
+    """Chen et al.'s protocol and the evaluation-split table of an s-score's header."""
+    quality, train = header.get("quality"), header["train"]
+    if not quality:
+        return []
+    per = train.get("evaluation_positions_per_instance")
+    moves = "all its moves" if per is None else f"at most {per} random moves of it"
+    return [
+        "Chen et al.'s protocol: each rank group's reference is the mean s-score of its "
+        f"instances in {train['max_reference_games']:,} training games; predict the group "
+        "whose reference is nearest to the mean s-score of n evaluation instances (an "
+        f"instance is a player's moves in one game; its score is the mean over {moves}); "
+        "1,000 draws per group; ±1 also accepts a neighbouring group.",
+        "",
+        SScoreEvaluation.from_dict(quality).to_markdown(),
+        "",
+    ]
+
+
+def levels_card(header: dict[str, Any], name: str) -> str:
+    """Card of a levels s-score: the head, the imitation nets it needs, quality."""
+    net, game = header["net"], header["game"]
+    levels = ", ".join(f"`{level}` (sha256 `{net['level_sha256'][level][:12]}…`)"
+                       for level in net["levels"])  # fmt: skip
+    published = ", ".join(
+        f"n={n}: {p} %" for n, p in zip(NS, PUBLISHED_ACCURACY[game], strict=True)
+    )
+    lines = [
+        f"# {name}",
+        "",
+        f"Bradley-Terry strength estimator (s-score, Chen, Shih & Wu 2025) for {game} whose "
+        f"trunk is {len(net['levels'])} frozen imitation nets: per move it reads the move's "
+        "log-likelihood and the policy entropy under each level, and a 2-layer MLP of "
+        f"{net['hidden']} units turns those into the s-score (Kuboki et al.'s multi-level "
+        "features inside the s-score). Format `kibitz-sscore-levels` "
+        "(`pipeline/sscore_levels.py`): this file holds only the head "
+        f"({_levels_parameters(net):,} parameters, Apache-2.0); the nets are loaded from the "
+        f"registry and checked against the sha256 they were trained with: {levels}. Loaded, "
+        "the model takes the inputs of a `kibitz-sscore` net (planes, played move) and runs "
+        "every level; `model.onnx` beside it is the head alone (features → s-score). The Maia-1 "
+        "nets are GPL-3.0, so a deployment that runs this model runs GPL-3.0 weights.",
+        "",
+        *_made(header),
+        *_policies_pass(header["train"].get("level_policies") or {}),
+        "## Quality (evaluation split)",
+        "",
+        *_quality(header),
+        "## How far from the published net, and why",
+        "",
+        f"Chen et al. report {published} with 20-block × 256-channel nets trained on GPUs on "
+        "hundreds of thousands of games. This head trains in minutes on a CPU because the "
+        "imitation nets, trained by CSSLab on millions of Lichess games, do the judging; it "
+        "knows only what their policies say about a move, and Maia-1 learnt from players "
+        "rated 1100-1900.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _policies_pass(record: dict[str, dict[str, Any]]) -> list[str]:
+    """The levels' one pass over each pool (the run's time is mostly this, not the steps)."""
+    if not record:
+        return []
+    parts = [
+        f"{name} {r['positions']:,} positions ("
+        + ("read from the run's cache" if r["seconds"] is None else f"{r['seconds'] / 60:.1f} min")
+        + ")"
+        for name, r in record.items()
+    ]
+    return [
+        "Before the steps, every position of each pool went through the levels' nets once "
+        "(`pipeline/level_policies.py`, cached in `RUN/level-policies/` by the pool's and the "
+        f"nets' fingerprint; the last invocation): {'; '.join(parts)}.",
+        "",
+    ]
+
+
+def _levels_parameters(net: dict[str, Any]) -> int:
+    """Weights of the head a levels header's ``net`` describes."""
+    from pipeline.sscore_levels import LevelsHead, LevelsHeadConfig
+
+    head = LevelsHead(LevelsHeadConfig(tuple(net["levels"]), int(net["hidden"])))
+    return sum(p.numel() for p in head.parameters())
 
 
 def go_policy_card(header: dict[str, Any], name: str) -> str:
@@ -229,6 +307,8 @@ def render_card(header: dict[str, Any], name: str) -> str:
         return sscore_card(header, name)
     if header["format"] == GO_POLICY_FORMAT:
         return go_policy_card(header, name)
+    if header["format"] == LEVELS_FORMAT:
+        return levels_card(header, name)
     raise ValueError(f"no model card for format {header['format']!r}")
 
 

@@ -2,15 +2,17 @@
 
 A trained net is one file ``model.kibitz.pt``: a torch-saved dict ``{"header": {...},
 "state_dict": {...}}`` whose header (plain JSON types) says the registry ``format``
-("kibitz-sscore" | "kibitz-go-policy"), the net's shape config and the training facts; it
-loads with ``torch.load(weights_only=True)``, so no pickled code runs. Beside it the exporter
-writes ``model.onnx`` (the same net for ONNX Runtime / TensorRT), ``model.yaml`` (the header and
-both files' sha256) and, given a card text, ``MODEL_CARD.md``.
+("kibitz-sscore" | "kibitz-go-policy" | "kibitz-sscore-levels": then the file holds only the
+score head, and the imitation nets it reads come from the registry by name and sha256), the
+net's shape config and the training facts; it loads with ``torch.load(weights_only=True)``, so
+no pickled code runs. Beside it the exporter writes ``model.onnx`` (the same net, or the score
+head of a levels model, for ONNX Runtime / TensorRT), ``model.yaml`` (the header and both files'
+sha256) and, given a card text, ``MODEL_CARD.md``.
 
 :func:`register_model` copies those files into ``ROOT/NAME/`` and adds or replaces ``NAME`` in
 ``ROOT/registry.yaml``. ``ROOT`` is a user's models directory (``KIBITZ_MODELS_DIR``, whose
 ``registry.yaml`` the registry reads) or the repository's ``models/`` folder, where Kibitz
-ships its default nets; ``pipeline.model_registry`` reads both. ``load_net`` dispatches the two
+ships its default nets; ``pipeline.model_registry`` reads both. ``load_net`` dispatches the
 formats here (keep the format names in sync with ``pipeline/model_registry.py`` LOADERS).
 
     python -m pipeline.model_export models/kibitz-sscore-chess/model.kibitz.pt
@@ -37,7 +39,8 @@ HEADER_NAME = "model.yaml"
 CARD_NAME = "MODEL_CARD.md"
 SSCORE_FORMAT = "kibitz-sscore"
 GO_POLICY_FORMAT = "kibitz-go-policy"
-FORMATS = (SSCORE_FORMAT, GO_POLICY_FORMAT)
+LEVELS_FORMAT = "kibitz-sscore-levels"  # pipeline/sscore_levels.py: the head only, ONNX of it
+FORMATS = (SSCORE_FORMAT, GO_POLICY_FORMAT, LEVELS_FORMAT)
 HEADER_VERSION = 1
 
 
@@ -106,6 +109,12 @@ def load_kibitz_net(path: str | Path, *, expected_format: str | None = None) -> 
         from pipeline.go_rank_policy import build_go_rank_policy
 
         net = build_go_rank_policy(header["net"])
+    elif fmt == LEVELS_FORMAT:  # the head on the registry's imitation nets, checked by sha256
+        from pipeline.sscore_levels import build_levels_sscore
+
+        net = build_levels_sscore(header, state)
+        net.header = header
+        return net.eval()
     else:
         raise ModelFileError(
             f"{str(path)!r} has unknown format {fmt!r}, expected one of {FORMATS!r}"
@@ -118,6 +127,11 @@ def load_kibitz_net(path: str | Path, *, expected_format: str | None = None) -> 
 def load_sscore_net(path: str | Path) -> nn.Module:
     """Registry loader of format "kibitz-sscore"."""
     return load_kibitz_net(path, expected_format=SSCORE_FORMAT)
+
+
+def load_levels_sscore(path: str | Path) -> nn.Module:
+    """Registry loader of format "kibitz-sscore-levels"."""
+    return load_kibitz_net(path, expected_format=LEVELS_FORMAT)
 
 
 def load_go_policy_net(path: str | Path) -> nn.Module:

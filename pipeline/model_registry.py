@@ -49,6 +49,7 @@ LOADERS = {
     "katago": ("pipeline.katago_net", "load_katago_net"),
     "kibitz-sscore": ("pipeline.model_export", "load_sscore_net"),
     "kibitz-go-policy": ("pipeline.model_export", "load_go_policy_net"),
+    "kibitz-sscore-levels": ("pipeline.model_export", "load_levels_sscore"),
     "kibitz": ("pipeline.model_export", "load_kibitz_net"),  # a model.kibitz.pt given by path
 }
 # Nets Kibitz trains and ships in the repository (``kibitz train … --register``), read after the

@@ -287,6 +287,14 @@ def eligible_instances(pool: PositionPool, positions: int) -> tuple[np.ndarray, 
     return ids, np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
+def random_other_slot(pool: PositionPool, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Where a uniformly random legal move other than the played one sits in each row's legal
+    list (the played move's place where it is the only legal move): for per-legal-move arrays."""
+    n = pool.legal_counts[rows]  # (K,)
+    pick = np.floor(rng.random(rows.shape) * np.maximum(n - 1, 1)).astype(np.int64)
+    return pick + ((pick >= pool.played_pos[rows]) & (n > 1))  # skip over the played move
+
+
 def random_other_legal(
     pool: PositionPool, rows: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
@@ -294,10 +302,8 @@ def random_other_legal(
 
     Returns the played move where it is the only legal move.
     """
-    n = pool.legal_counts[rows]  # (K,)
-    pick = np.floor(rng.random(rows.shape) * np.maximum(n - 1, 1)).astype(np.int64)
-    pick = pick + ((pick >= pool.played_pos[rows]) & (n > 1))  # skip over the played move
-    return pool.legal_index[pool.legal_offsets[rows] + pick].astype(np.int64)
+    slot = random_other_slot(pool, rows, rng)
+    return pool.legal_index[pool.legal_offsets[rows] + slot].astype(np.int64)
 
 
 def sample_batch(

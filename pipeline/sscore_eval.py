@@ -209,10 +209,25 @@ def evaluate_sscore(
     seed: int = 0,
 ) -> SScoreEvaluation:
     """Rank means (reference: training games) and Chen et al.'s accuracy on the evaluation pool."""
+    return evaluate_instance_scores(
+        reference_pool, instance_scores(net, reference_pool),
+        evaluation_pool, instance_scores(net, evaluation_pool), trials=trials, seed=seed,
+    )  # fmt: skip
+
+
+def evaluate_instance_scores(
+    reference_pool: PositionPool,
+    ref_scores: np.ndarray,
+    evaluation_pool: PositionPool,
+    eval_scores: np.ndarray,
+    *,
+    trials: int = 1000,
+    seed: int = 0,
+) -> SScoreEvaluation:
+    """``evaluate_sscore`` from (I,) instance scores already computed for both pools (by an
+    estimator that scores from cached features, ``pipeline/train_sscore_levels.py``)."""
     r = len(reference_pool.rank_groups)
-    ref_scores = instance_scores(net, reference_pool)
     ref_mean, _ = group_means(ref_scores, reference_pool.instance_group.astype(np.int64), r)
-    eval_scores = instance_scores(net, evaluation_pool)
     eval_groups = evaluation_pool.instance_group.astype(np.int64)
     eval_mean, eval_counts = group_means(eval_scores, eval_groups, r)
     exact, near = rank_prediction_accuracy(

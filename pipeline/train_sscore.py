@@ -28,6 +28,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -63,6 +64,9 @@ from pipeline.train_loop import (
     start_run,
 )
 from pipeline.training_games import load_split_games, read_games
+
+if TYPE_CHECKING:
+    from pipeline.train_sscore_levels import LevelsTrainConfig
 
 logger = logging.getLogger(__name__)
 
@@ -183,16 +187,23 @@ def rank_gaps(net: SScoreNet, pool: PositionPool) -> dict[str, float]:
     standard errors (negative: a stronger group scores lower), as ``val_gap_z_<group>``, and the
     smallest of them as ``val_min_gap_z``: the monotonicity the issue asks of held-out games,
     followed epoch by epoch (and a criterion for ``select_best``)."""
+    return rank_gaps_of(instance_scores(net, pool), pool)
+
+
+def rank_gaps_of(scores: np.ndarray, pool: PositionPool) -> dict[str, float]:
+    """``rank_gaps`` from the pool's (I,) instance scores."""
     groups = pool.instance_group.astype(np.int64)
     num_groups = len(pool.rank_groups)
-    scores = instance_scores(net, pool)
     mean, _ = group_means(scores, groups, num_groups)
     gaps = adjacent_gap_z(mean, group_sems(scores, groups, num_groups))  # (R-1,)
     named = {f"val_gap_z_{g}": float(z) for g, z in zip(pool.rank_groups[1:], gaps, strict=True)}
     return {"val_min_gap_z": float(gaps.min()), **named}
 
 
-def _pools(games_dir: Path, config: SScoreTrainConfig) -> dict[str, PositionPool]:
+def split_pools(
+    games_dir: Path, config: SScoreTrainConfig | LevelsTrainConfig
+) -> dict[str, PositionPool]:
+    """The training and validation pools of a run (``positions_per_instance`` moves each)."""
     table = read_games(games_dir, config.game)
     split = {"split_config": config.split_config(), "table": table}
     pools = {}
@@ -217,7 +228,7 @@ def _pools(games_dir: Path, config: SScoreTrainConfig) -> dict[str, PositionPool
 
 
 def evaluation_pools(
-    games_dir: Path, config: SScoreTrainConfig
+    games_dir: Path, config: SScoreTrainConfig | LevelsTrainConfig
 ) -> tuple[PositionPool, PositionPool]:
     """(reference pool: ``max_reference_games`` training games, evaluation pool: the evaluation
     split or ``max_evaluation_games`` of it), ``evaluation_positions_per_instance`` moves each."""
@@ -266,7 +277,7 @@ def train(
         lambda: SScoreNet(config.net_config(), score_dropout=config.score_dropout), config, ckpt_dir, resume=resume, command=command,
         init_shape=(SSCORE_FORMAT, config.net_config().to_dict()),
     )  # fmt: skip
-    pools = _pools(games_dir, config)
+    pools = split_pools(games_dir, config)
     train_pool, val_pool = pools["train"], pools["validation"]
     eligible = eligible_instances(train_pool, config.positions)
     ranks = len(train_pool.rank_groups) + int(config.with_r_inf)

@@ -116,7 +116,7 @@ def test_batch_grouping_and_r_inf(game, chess_pool, go_pool):
 
 
 def test_r_inf_moves_are_uniform_over_the_other_legal_moves(chess_pool):
-    from pipeline.sscore_batches import random_other_legal
+    from pipeline.sscore_batches import random_other_legal, random_other_slot
 
     pool = chess_pool
     row = int(np.flatnonzero(pool.legal_counts == 20)[0])  # e.g. the start position: 20 moves
@@ -126,6 +126,9 @@ def test_r_inf_moves_are_uniform_over_the_other_legal_moves(chess_pool):
     assert counts[pool.played_pos[row]] == 0
     others = np.delete(counts, pool.played_pos[row])
     assert others.sum() == 19_000 and others.min() > 850 and others.max() < 1150  # 1000 expected
+    # The slot picker draws the same moves, as places in the legal list (per-legal-move arrays).
+    slots = random_other_slot(pool, np.full(19_000, row), np.random.default_rng(0))
+    np.testing.assert_array_equal(legal[slots], draws)
 
 
 def test_net_inputs_shapes(go_pool):
@@ -149,12 +152,20 @@ def test_rank_prediction_protocol_on_separated_scores():
     assert exact[1] < exact[20] and near[1] >= exact[1]
 
 
-@pytest.mark.parametrize("game", ["chess", "go"])
-def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(game):
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [
+        ("kibitz-sscore-chess", "kibitz-sscore"),
+        ("kibitz-sscore-go", "kibitz-sscore"),
+        ("kibitz-sscore-chess-levels", "kibitz-sscore-levels"),
+    ],
+)
+def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(name, fmt):
     """Issue 8: the mean s-score rises monotonically with rank group on held-out games."""
-    entry = model_registry.resolve(f"kibitz-sscore-{game}")
-    assert entry.format == "kibitz-sscore" and entry.source == "project"
-    net = model_registry.load_net(f"kibitz-sscore-{game}")
+    entry = model_registry.resolve(name)
+    assert entry.format == fmt and entry.source == "project"
+    net = model_registry.load_net(name)
+    game = entry.game
     pool = evaluation_pool(game, WHOLE_FILE, 16)
     groups, r = pool.instance_group.astype(np.int64), len(pool.rank_groups)
     means, counts = group_means(instance_scores(net, pool), groups, r)
@@ -166,8 +177,16 @@ def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(ga
         assert np.all(np.diff(means[:-1]) > 0) and means[-1] > means[-3], shown
 
 
-@pytest.mark.parametrize("name", ["kibitz-sscore-chess", "kibitz-sscore-go", "kibitz-go-policy"])
-def test_shipped_model_cards_are_rendered_from_the_headers(name):
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("kibitz-sscore-chess", "sscore"),
+        ("kibitz-sscore-go", "sscore"),
+        ("kibitz-go-policy", "policy"),
+        ("kibitz-sscore-chess-levels", "sscore-levels"),
+    ],
+)
+def test_shipped_model_cards_are_rendered_from_the_headers(name, kind):
     """The cards come from pipeline/model_cards.py: exact commands with the user's paths."""
     folder = model_registry.resolve(name).file.parent
     header = yaml.safe_load((folder / "model.yaml").read_text(encoding="utf-8"))
@@ -175,7 +194,6 @@ def test_shipped_model_cards_are_rendered_from_the_headers(name):
     assert card == render_card(header, name)
     game = header["game"]
     assert f"kibitz ingest {game} ../shared/data/" in card
-    kind = "policy" if name == "kibitz-go-policy" else "sscore"
     assert f"`kibitz train {kind} {game} --games kibitz-out/games-{game} " in card
     assert "/tmp/" not in card
 
