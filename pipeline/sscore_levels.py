@@ -29,6 +29,7 @@ from torch import nn
 
 from pipeline import chess_spec
 from pipeline.model_export import LEVELS_FORMAT
+from pipeline.sscore_net import policy_features
 
 __all__ = ["LEVELS_FORMAT", "MAIA_LEVELS", "LevelsHead", "LevelsHeadConfig", "LevelsSScore"]
 MAIA_LEVELS = tuple(f"maia-{rating}" for rating in range(1100, 2000, 100))
@@ -94,10 +95,8 @@ class LevelsHead(nn.Module):
 def level_features(logits: Sequence[torch.Tensor], played: torch.Tensor) -> torch.Tensor:
     """(B, 2·L): log p of the one-hot ``played`` (B, A) move under each of the L policies'
     ``logits`` (B, A), then each policy's entropy; what ``LevelsHead`` reads."""
-    logp = torch.stack([torch.log_softmax(x.float(), dim=1) for x in logits])  # (L, B, A)
-    loglik = (logp * played).sum(dim=2)  # (L, B)
-    entropy = -(logp.exp() * logp).sum(dim=2)  # (L, B)
-    return torch.cat([loglik, entropy]).T  # (B, 2L)
+    per_level = torch.stack([policy_features(x.float(), played) for x in logits], dim=2)
+    return per_level.flatten(1)  # (B, 2, L) → (B, 2L)
 
 
 class LevelsSScore(nn.Module):

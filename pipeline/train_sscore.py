@@ -250,6 +250,13 @@ def evaluation_pools(
     return ref, ev
 
 
+def log_evaluation(evaluation: SScoreEvaluation) -> None:
+    """Chen et al.'s accuracies and the Spearman correlation as metrics of the active run."""
+    tracking.log_metrics({f"eval_accuracy_n{n}": v for n, v in evaluation.accuracy.items()})
+    tracking.log_metrics({f"eval_accuracy_pm1_n{n}": v for n, v in evaluation.accuracy_pm1.items()})
+    tracking.log_metrics({"eval_spearman": evaluation.spearman})
+
+
 def train(
     config: SScoreTrainConfig,
     games_dir: Path,
@@ -318,13 +325,7 @@ def train(
         if evaluate:
             ref, ev = evaluation_pools(games_dir, config)
             result.evaluation = evaluate_sscore(net, ref, ev, seed=config.seed)
-            tracking.log_metrics(
-                {f"eval_accuracy_n{n}": v for n, v in result.evaluation.accuracy.items()}
-            )
-            tracking.log_metrics(
-                {f"eval_accuracy_pm1_n{n}": v for n, v in result.evaluation.accuracy_pm1.items()}
-            )
-            tracking.log_metrics({"eval_spearman": result.evaluation.spearman})
+            log_evaluation(result.evaluation)
         if export:
             header = {
                 "format": SSCORE_FORMAT,

@@ -59,6 +59,7 @@ from pipeline.train_sscore import (
     TrainResult,
     bradley_terry_loss,
     evaluation_pools,
+    log_evaluation,
     ordered_pair_share,
     rank_gaps_of,
     split_pools,
@@ -232,13 +233,7 @@ def train(
                 ref.pool, ref.instance_scores(head), ev.pool, ev.instance_scores(head),
                 seed=config.seed,
             )  # fmt: skip
-            tracking.log_metrics(
-                {f"eval_accuracy_n{n}": v for n, v in result.evaluation.accuracy.items()}
-            )
-            tracking.log_metrics(
-                {f"eval_accuracy_pm1_n{n}": v for n, v in result.evaluation.accuracy_pm1.items()}
-            )
-            tracking.log_metrics({"eval_spearman": result.evaluation.spearman})
+            log_evaluation(result.evaluation)
         if export:
             header = {
                 "format": LEVELS_FORMAT,
