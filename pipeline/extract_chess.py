@@ -5,7 +5,9 @@ directly. A chunk of games flows through four steps::
 
     encode_chess(games)                 CPU task     ChessWork (bit-packed planes, legal moves)
     ChessNetStep(config)(work)          net actor    priors / log-priors / top-1 per Maia net,
-                                                     the expected-loss net's likely moves; with
+                                                     the expected-loss net's likely moves, the
+                                                     strength nets' s-scores (a levels s-score
+                                                     on the Maia nets' outputs); with
                                                      ``value.evaluator: net`` also the value
                                                      net's win rates (below)
     ChessValueStep(settings)(work, nets, lo, hi)     Stockfish actor, games [lo, hi): win rate
@@ -43,6 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 import chess
@@ -69,9 +72,11 @@ from pipeline.expected_loss import LikelyMoves, expected_loss, select_likely
 from pipeline.extract_config import ConfigError, ExtractConfig
 from pipeline.features_rows import build_table, game_columns
 from pipeline.features_schema import column_slug
+from pipeline.model_registry import model_sha256
 from pipeline.net_bank import Gather, Input, NetBank, NetJob, OneHot
 from pipeline.packed_planes import PackedPlanes, pack_planes
 from pipeline.policy_stats import PolicyStats
+from pipeline.sscore_levels_extract import LevelsOnImitation, levels_on_imitation
 from pipeline.stockfish_eval import StockfishEvaluator, StockfishSettings, win_rate_to_v
 
 LOG_PRIOR_FLOOR = float(np.log(1e-6))  # features_schema: logprior floored at log(1e-6)
@@ -130,8 +135,9 @@ def encode_chess(games: pa.Table) -> ChessWork:
     return ChessWork(games, positions, packed, failed, time.perf_counter() - t0)
 
 
-def _nets_to_load(config: ExtractConfig) -> list[str]:
-    models = [n.model for n in config.imitation_nets + config.strength_nets]
+def _nets_to_load(config: ExtractConfig, heads_only: Container[str]) -> list[str]:
+    strength = [n for n in config.strength_nets if n.name not in heads_only]
+    models = [n.model for n in config.imitation_nets + strength]
     if config.value.evaluator == "net":
         models.append(config.value.model)
     return models
@@ -161,8 +167,17 @@ class ChessNetStep:
 
     def __init__(self, config: ExtractConfig, *, device: str | None = None, cache_dir=None):
         self.config = config
+        # levels s-scores whose levels are all imitation nets: only their heads run, on those
+        # nets' statistics (pipeline/sscore_levels_extract.py)
+        imitation_sha = {net.name: model_sha256(net.model) for net in config.imitation_nets}
+        self.levels: dict[str, LevelsOnImitation] = {}
+        for net in config.strength_nets:
+            on_imitation = levels_on_imitation(net.model, imitation_sha)
+            if on_imitation is not None:
+                self.levels[net.name] = on_imitation
+        whole = {name for levels in self.levels.values() for name in levels.imitation}
         self.bank = NetBank(
-            _nets_to_load(config),
+            _nets_to_load(config, self.levels),
             backend=config.backend,
             precision=config.precision,
             batch_size=config.batch_size,
@@ -175,11 +190,18 @@ class ChessNetStep:
         for net in config.imitation_nets:
             # legal: each position's legal entries, so likely moves come as legal-list places
             stats = PolicyStats(
-                "legal", "played_index", top_k=el.max_moves if net.name == el.net else 0
+                "legal",
+                "played_index",
+                top_k=el.max_moves if net.name == el.net else 0,
+                whole=net.name in whole,
             )
             self.jobs[net.name] = NetJob(net.name, net.model, ("policy",), stats={"policy": stats})
         self.jobs.update(
-            {net.name: NetJob(net.name, net.model, ("sscore",)) for net in config.strength_nets}
+            {
+                net.name: NetJob(net.name, net.model, ("sscore",))
+                for net in config.strength_nets
+                if net.name not in self.levels
+            }
         )
         self.value_key: str | None = None
         if config.value.evaluator == "net":
@@ -209,7 +231,7 @@ class ChessNetStep:
         pos = work.positions
         n = len(pos)
         played_index = pos.played_policy_index.astype(np.int64)  # (N,)
-        strength = bool(self.config.strength_nets)
+        strength = len(self.config.strength_nets) > len(self.levels)  # a net reads "played"
 
         def source(start: int, stop: int) -> dict[str, Input]:
             inputs: dict[str, Input] = {
@@ -240,7 +262,11 @@ class ChessNetStep:
                     prior_share=self.config.expected_loss.prior_share,
                 )
         for net in self.config.strength_nets:
-            result.sscore[net.name] = outputs[net.name]["sscore"].reshape(n).astype(np.float32)
+            if net.name in self.levels:
+                result.sscore[net.name] = self.levels[net.name].score(outputs)
+            else:
+                sscore = outputs[net.name]["sscore"]
+                result.sscore[net.name] = sscore.reshape(n).astype(np.float32)
         if self.value_key is not None:
             result.w_positions = win_rate_from_value_head(
                 outputs[self.value_key][self.value_output]

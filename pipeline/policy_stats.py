@@ -44,6 +44,10 @@ class PolicyStats:
     played: str  # input key: (B,) int64 policy index of the played move
     channels: tuple[int, ...] = ()
     top_k: int = 0  # with k > 0 also the k most likely moves of each channel
+    # also the played move's log p and the entropy under the softmax over all P entries, legal
+    # or not: the inputs of a levels s-score head (pipeline.sscore_levels_extract), which was
+    # trained on the nets' whole policies
+    whole: bool = False
 
 
 def _legal_mask(legal: Any, batch: int, size: int, device: torch.device) -> torch.Tensor:
@@ -71,8 +75,9 @@ def policy_stats(
 
     Returns ``prior`` (B, C) float32, ``logprior`` (B, C) float64, ``top1`` (B, C) bool and,
     with ``top_k``, ``likely_index`` (B, C, k) int64 and ``likely_prior`` (B, C, k) float32
-    (k is capped at P). Positions with no legal move are an error upstream (the encoders give
-    every position at least one).
+    (k is capped at P); with ``whole``, ``whole_logprior`` and ``whole_entropy`` (B, C)
+    float32 of the unmasked softmax. Positions with no legal move are an error upstream (the
+    encoders give every position at least one).
     """
     if request.channels:
         logits = logits[:, list(request.channels)]  # (B, C, P)
@@ -100,4 +105,8 @@ def policy_stats(
             places = _legal_places(legal, batch, size, device)  # (B, P)
             order = places[:, None].expand(-1, order.shape[1], -1).gather(-1, order)
         out["likely_index"] = order
+    if request.whole:  # float32, as the levels head's training features (level_policies)
+        whole = torch.log_softmax(logits.float(), dim=-1)  # (B, C, P)
+        out["whole_logprior"] = whole.gather(-1, index)[..., 0]
+        out["whole_entropy"] = -(whole.exp() * whole).sum(dim=-1)
     return out

@@ -131,24 +131,35 @@ def level_nets(config: LevelsHeadConfig, sha256: dict[str, str] | None = None) -
     against ``sha256`` (the files a model was trained on) when given."""
     from pipeline import model_registry
 
-    nets = []
+    if sha256 is not None:
+        check_level_sha256(config, sha256)
+    return [model_registry.load_net(name).eval() for name in config.levels]
+
+
+def check_level_sha256(config: LevelsHeadConfig, sha256: dict[str, str]) -> None:
+    """Raise ``LevelsModelError`` unless each level's registry file is the one in ``sha256``."""
+    from pipeline import model_registry
+
     for name in config.levels:
-        if sha256 is not None:
-            have = model_registry.model_sha256(name)
-            if have != sha256.get(name):
-                raise LevelsModelError(
-                    f"imitation level {name!r}: the registry's file has sha256 {have}, but the "
-                    f"model was trained on sha256 {sha256.get(name)}; use the same net"
-                )
-        nets.append(model_registry.load_net(name).eval())
-    return nets
+        have = model_registry.model_sha256(name)
+        if have != sha256.get(name):
+            raise LevelsModelError(
+                f"imitation level {name!r}: the registry's file has sha256 {have}, but the "
+                f"model was trained on sha256 {sha256.get(name)}; use the same net"
+            )
 
 
 def build_levels_sscore(
     header: dict[str, Any], head_state: dict[str, torch.Tensor]
 ) -> LevelsSScore:
     """The model a ``kibitz-sscore-levels`` file describes: its head, on the registry's nets."""
+    head = levels_head(header, head_state)
+    return LevelsSScore(level_nets(head.config, header["net"]["level_sha256"]), head)
+
+
+def levels_head(header: dict[str, Any], head_state: dict[str, torch.Tensor]) -> LevelsHead:
+    """The head alone of a ``kibitz-sscore-levels`` file, in eval mode (no net is loaded)."""
     config = LevelsHeadConfig(tuple(header["net"]["levels"]), int(header["net"]["hidden"]))
     head = LevelsHead(config)
     head.load_state_dict(head_state)
-    return LevelsSScore(level_nets(config, header["net"]["level_sha256"]), head.eval())
+    return head.eval()

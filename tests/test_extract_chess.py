@@ -40,7 +40,9 @@ from pipeline.extract_config import config_from_dict
 from pipeline.extract_steps import Part, read_games_rows, run_nets
 from pipeline.features_schema import PARTITION_COLUMNS
 from pipeline.ingest_pgn import plan_chunks, read_chunk
-from pipeline.model_registry import load_net
+from pipeline.model_registry import load_net, model_sha256
+from pipeline.sscore_levels import MAIA_LEVELS
+from pipeline.sscore_levels_extract import levels_on_imitation
 from pipeline.stockfish_eval import V_MAX, StockfishSettings, terminal_win_rate, win_rate_to_v
 
 BANDS = ("1000-1200", "2000-2200")
@@ -310,6 +312,40 @@ def test_a_value_net_that_is_also_an_imitation_net_runs_once():
     )
     step = ChessNetStep(config)
     assert [job.outputs for job in step.jobs.values()] == [("policy",), ("policy", "wdl")]
+
+
+LEVELS = "kibitz-sscore-chess-levels"
+
+
+def test_a_levels_sscore_on_the_imitation_nets_runs_only_its_head(games):
+    """The preset's case: every level of kibitz-sscore-chess-levels is an imitation net, so only
+    its head runs, on those nets' whole-policy statistics; its s-scores are the ones the model
+    gives run as a strength net (its own nine nets, as when its levels are not all extracted)."""
+    work = encode_chess(games)
+    head = ChessNetStep(small_config(imitation_nets=list(MAIA_LEVELS), strength_nets=[LEVELS]))
+    full = ChessNetStep(small_config(strength_nets=[LEVELS]))
+    assert list(head.levels) == [LEVELS] and head.levels[LEVELS].imitation == MAIA_LEVELS
+    assert LEVELS not in head.jobs and LEVELS not in head.bank.nets
+    assert all(job.stats["policy"].whole for job in head.jobs.values())
+    assert full.levels == {} and full.jobs[LEVELS].outputs == ("sscore",)
+    on_imitation, as_net = head(work).sscore[LEVELS], full(work).sscore[LEVELS]
+    assert on_imitation.shape == (len(work.positions),) and on_imitation.dtype == np.float32
+    np.testing.assert_allclose(on_imitation, as_net, atol=1e-4)
+    assert on_imitation.std() > 0.5  # real scores: the shipped head spreads moves by ~1 unit
+
+
+def test_a_levels_sscore_maps_its_levels_to_imitation_nets_by_weights():
+    """Levels match imitation nets by the sha256 of their weights, whatever the config names
+    them; one level missing or with other weights, or another format, runs as a strength net."""
+    sha = {level: model_sha256(level) for level in MAIA_LEVELS}
+    renamed = {f"m{level[-4:]}": sha[level] for level in reversed(MAIA_LEVELS)}
+    assert levels_on_imitation(LEVELS, renamed).imitation == tuple(
+        f"m{level[-4:]}" for level in MAIA_LEVELS
+    )
+    assert levels_on_imitation(LEVELS, {**sha, "maia-1500": "0" * 64}) is None
+    assert levels_on_imitation(LEVELS, {k: v for k, v in sha.items() if k != "maia-1900"}) is None
+    assert levels_on_imitation("kibitz-sscore-chess", sha) is None
+    assert levels_on_imitation("maia-1500", sha) is None
 
 
 def test_encode_after_equals_the_prefix_encoding_and_knows_finished_games(games):

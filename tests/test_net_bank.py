@@ -164,6 +164,23 @@ def test_policy_stats_of_channels_with_a_legal_mask_by_hand() -> None:
     assert got["likely_prior"][1, 0, 2].item() == 0.0  # only two legal moves in row 1
 
 
+def test_whole_policy_stats_count_every_entry_by_hand() -> None:
+    """``whole``: the played move's log p and the entropy under the softmax over all P entries,
+    illegal ones included (what a levels s-score head reads); the legal stats are unchanged."""
+    logits = torch.tensor([[1.0, 1.0, 0.0, 9.0], [3.0, 0.0, 0.0, 0.0]])  # (B=2, P=4)
+    legal = torch.tensor([[True, True, True, False], [True, True, False, False]])
+    inputs = {"legal": legal, "played": torch.tensor([1, 0])}
+    got = policy_stats(logits, PolicyStats("legal", "played", whole=True), inputs)
+    plain = policy_stats(logits, PolicyStats("legal", "played"), inputs)
+    assert set(got) == set(plain) | {"whole_logprior", "whole_entropy"}
+    for row, played in enumerate((1, 0)):
+        x = logits[row].double().numpy()
+        p = np.exp(x) / np.exp(x).sum()
+        np.testing.assert_allclose(got["whole_logprior"][row, 0], np.log(p[played]), rtol=1e-6)
+        np.testing.assert_allclose(got["whole_entropy"][row, 0], -(p * np.log(p)).sum(), rtol=1e-5)
+        np.testing.assert_array_equal(got["logprior"][row], plain["logprior"][row])
+
+
 @needs_cuda
 def test_cuda_fp32_is_fp32_against_lc0() -> None:
     """TF32 is off: the GPU's FP32 logits match lc0's as closely as the CPU's do (1e-3)."""
