@@ -67,6 +67,7 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
         player_repeats=args.player_repeats,
         seed=args.seed,
         fit_split=args.fit_split,
+        sscore_nets=args.sscore_nets,
     )
     run = TrainMetaRun(
         game=args.game,
@@ -140,6 +141,13 @@ def _add_meta_parser(trainers: argparse._SubParsersAction) -> None:
         help="split the meta-models are fitted on; the other of train/validation monitors"
         " (validation: free of the train games Kibitz's s-score / Go policy nets saw, with an"
         " eighth of the games)",
+    )
+    parser.add_argument(
+        "--sscore-nets",
+        type=lambda text: tuple(x for x in text.split(",") if x),
+        default=defaults.sscore_nets,
+        help="comma-separated strength nets (extraction config names) whose s-scores the"
+        " models use (default: every one in the aggregates)",
     )
     parser.add_argument(
         "--train-draws",

@@ -47,6 +47,7 @@ from pipeline.data_split import (
     SplitConfig,
     assign_splits,
 )
+from pipeline.features_schema import column_slug
 from pipeline.meta_samples import Samples, player_samples, rank_group_samples
 
 if TYPE_CHECKING:
@@ -100,6 +101,9 @@ class MetaConfig:
     # features of nets trained on the train split (Kibitz's s-score and Go policy nets) out of
     # sample, with an eighth of the games (docs/meta.md measures both).
     fit_split: str = "train"
+    # The strength nets (extraction config names) whose s-scores the models may use; empty:
+    # every one in the features (the chess preset extracts two).
+    sscore_nets: tuple[str, ...] = ()
     # LightGBM defaults (100 trees, 31 leaves, lr 0.1) plus what makes a run repeatable.
     lgbm_params: dict = field(
         default_factory=lambda: {"deterministic": True, "force_row_wise": True, "verbose": -1}
@@ -126,6 +130,13 @@ class InstanceData:
         return InstanceData(
             self.features[rows], self.columns, self.group[rows], self.split[rows],
             self.unit[rows], self.game_id[rows], self.group_names,
+        )  # fmt: skip
+
+    def with_columns(self, keep: Sequence[int]) -> InstanceData:
+        """The same instances with only the feature columns at ``keep``."""
+        return InstanceData(
+            self.features[:, list(keep)], [self.columns[i] for i in keep], self.group,
+            self.split, self.unit, self.game_id, self.group_names,
         )  # fmt: skip
 
 
@@ -195,6 +206,26 @@ def family_columns(columns: Sequence[str], families: Sequence[str]) -> list[str]
     if unknown:
         raise MetaDataError(f"unknown feature families {unknown!r}; known: {sorted(FAMILIES)}")
     return [c for c in columns if any(FAMILIES[f].match(c) for f in families)]
+
+
+def keep_sscore_nets(data: InstanceData, nets: Sequence[str]) -> InstanceData:
+    """``data`` with the s-score columns of the strength nets ``nets`` only (their extraction
+    config names); all of them when ``nets`` is empty. A features table has one s-score per
+    strength net of its extraction, and which of them helps a meta-model is the user's to ask."""
+    if not nets:
+        return data
+    wanted = {column_slug(net) for net in nets}
+    net_of = [
+        re.match(r"^sscore_(.+)_(?:mean|median|std)_(?:k25|k50|all)$", c) for c in data.columns
+    ]
+    present = {m.group(1) for m in net_of if m}
+    if wanted - present:
+        raise MetaDataError(
+            f"no s-score columns of strength nets {sorted(wanted - present)}; the aggregates"
+            f" have {sorted(present) or 'none'}"
+        )
+    keep = [i for i, m in enumerate(net_of) if m is None or m.group(1) in wanted]
+    return data.with_columns(keep)
 
 
 def feature_set_columns(columns: Sequence[str], feature_set: str) -> list[str]:

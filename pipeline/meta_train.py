@@ -54,6 +54,7 @@ from pipeline.meta_model import (
     feature_set_columns,
     importance_table,
     instance_data,
+    keep_sscore_nets,
     results_table,
     round_to_group,
     train_and_evaluate,
@@ -203,6 +204,7 @@ def _player_data(run: TrainMetaRun, data: InstanceData, config: MetaConfig) -> I
         game=run.game,
         split=config.split,
     )
+    other = keep_sscore_nets(other, config.sscore_nets)
     if other.columns != data.columns:
         raise MetaDataError(
             f"{str(run.player_aggregates_dir)!r} has other feature columns than the training"
@@ -275,6 +277,7 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
         game=run.game,
         split=config.split,
     )
+    data = keep_sscore_nets(data, config.sscore_nets)
     features_found = features_dir if features_dir.is_dir() else None
     trained = kibitz_trained_nets(features_found)
     warn_in_sample(config, trained)
@@ -290,6 +293,7 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
         "split_hash": config.split.split_hash(),
         "seed": config.seed,
         "fit_split": config.fit_split,
+        "sscore_nets": ",".join(config.sscore_nets) or "all",
         "nets_trained_on_train_split": ",".join(trained) or "none",
         "alpha": agg_summary["parameters"]["alpha"],
         "gamma": agg_summary["parameters"]["gamma"],

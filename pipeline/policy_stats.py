@@ -1,5 +1,6 @@
 """What extraction keeps of a policy, computed where the net ran: the played move's prior and
-log-prior, whether it was the net's top move, and the net's most likely moves.
+log-prior, whether it was the net's top move, the net's most likely moves and, for a levels
+s-score's head, the played move's log p and the entropy under the whole (unmasked) policy.
 
 A policy output is (B, P) logits over the game's whole move space (Go 362, chess 1858) or
 (B, C, P) (KataGo's policy channels, a rank-conditioned policy's ranks). Features need a few

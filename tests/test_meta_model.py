@@ -23,6 +23,7 @@ from pipeline.meta_model import (
     chen_group_means,
     chen_predict,
     feature_set_columns,
+    keep_sscore_nets,
     round_to_group,
     train_and_evaluate,
 )
@@ -159,6 +160,30 @@ def test_feature_sets_pick_families():
     ]  # fmt: skip
 
 
+def test_sscore_nets_keep_the_named_nets_columns_only():
+    """Two strength nets whose names share a prefix (the chess preset's): each is kept whole
+    and alone; an absent net is an error naming the nets present."""
+    columns = [
+        "prior_maia_1100_geomean_all",
+        "sscore_kibitz_sscore_chess_mean_all",
+        "sscore_kibitz_sscore_chess_std_k25",
+        "sscore_kibitz_sscore_chess_levels_mean_all",
+        "sscore_kibitz_sscore_chess_levels_median_k50",
+    ]
+    features = np.arange(10.0).reshape(2, 5)
+    data = InstanceData(
+        features, columns, np.array([0, 1]), np.array([0, 2], dtype=np.int8), np.arange(2),
+        np.array(["a", "b"], dtype=object), ["g0", "g1"],
+    )  # fmt: skip
+    levels = keep_sscore_nets(data, ["kibitz-sscore-chess-levels"])
+    assert levels.columns == [columns[0], columns[3], columns[4]]
+    np.testing.assert_array_equal(levels.features, [[0.0, 3.0, 4.0], [5.0, 8.0, 9.0]])
+    assert keep_sscore_nets(data, ["kibitz-sscore-chess"]).columns == columns[:3]
+    assert keep_sscore_nets(data, []) is data
+    with pytest.raises(MetaDataError, match=r"\['sscore'\].*kibitz_sscore_chess_levels"):
+        keep_sscore_nets(data, ["sscore"])
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("meta")
@@ -195,6 +220,7 @@ def test_train_meta_tracks_parent_and_children(trained: Path):
     assert child.data.params["split_hash"] == manifest["split_hash"]
     # the synthetic features name no net Kibitz trained: fitted on the train split
     assert manifest["fit_split"] == child.data.params["fit_split"] == "train"
+    assert child.data.params["sscore_nets"] == "all"
     assert 0.0 <= child.data.metrics["accuracy"] <= child.data.metrics["accuracy_pm1"] <= 1.0
     artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
     assert {"model", "plots"} <= artifacts
@@ -203,6 +229,13 @@ def test_train_meta_tracks_parent_and_children(trained: Path):
     # the parent holds the paper-shaped tables
     tables = {a.path for a in client.list_artifacts(parent[0].info.run_id, "tables")}
     assert "tables/table2_rank_group.md" in tables
+
+
+def test_train_meta_refuses_a_strength_net_the_aggregates_lack(trained: Path, tmp_path):
+    args = ["train", "meta", "chess", "--aggregates", str(trained.parent / "aggregates"),
+            "--out", str(tmp_path), "--sscore-nets", "sscore-test,kibitz-sscore-chess"]  # fmt: skip
+    with pytest.raises(SystemExit, match=r"\['kibitz_sscore_chess'\]; the aggregates have"):
+        main(args)
 
 
 def test_saved_models_predict_like_training(trained: Path):
