@@ -11,6 +11,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
+import torch
 from scipy.stats import spearmanr
 
 from actors.extract_runner import ActorPlan, plan_actors
@@ -332,6 +333,17 @@ def test_a_levels_sscore_on_the_imitation_nets_runs_only_its_head(games):
     assert on_imitation.shape == (len(work.positions),) and on_imitation.dtype == np.float32
     np.testing.assert_allclose(on_imitation, as_net, atol=1e-4)
     assert on_imitation.std() > 0.5  # real scores: the shipped head spreads moves by ~1 unit
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_the_levels_head_on_gpu_statistics_gives_the_cpu_scores(games):
+    """On a GPU the whole-policy statistics are reduced where the nets ran (FP32, TF32 off);
+    the head's s-scores match the CPU's."""
+    work = encode_chess(games)
+    config = small_config(imitation_nets=list(MAIA_LEVELS), strength_nets=[LEVELS])
+    cpu = ChessNetStep(config, device="cpu")(work).sscore[LEVELS]
+    gpu = ChessNetStep(config, device="cuda")(work).sscore[LEVELS]
+    np.testing.assert_allclose(gpu, cpu, atol=1e-3)
 
 
 def test_a_levels_sscore_maps_its_levels_to_imitation_nets_by_weights():
