@@ -8,6 +8,7 @@ alone and evaluates every fit on the same evaluation-split instances, so the spr
 parts of one split is what the choice of games alone moves the accuracy::
 
     python bench/fit_split_spread.py chess kibitz-out/eval-meta-chess/aggregates --parts 4
+    python bench/fit_split_spread.py chess AGGREGATES --parts 2 --sscore-nets kibitz-sscore-chess-levels
 
 Prints one line per (split, part): rank-group accuracy at ``--n`` of each feature set and of
 the Chen et al. baseline, then each split's mean.
@@ -24,7 +25,7 @@ import numpy as np
 
 from pipeline.aggregate import load_mart
 from pipeline.data_split import EVALUATION, SPLITS, TRAIN, VALIDATION
-from pipeline.meta_model import MetaConfig, instance_data, train_and_evaluate
+from pipeline.meta_model import MetaConfig, instance_data, keep_sscore_nets, train_and_evaluate
 
 
 def main() -> None:
@@ -34,6 +35,9 @@ def main() -> None:
     parser.add_argument("--parts", type=int, default=4, help="disjoint parts per split")
     parser.add_argument("--n", type=int, default=20, help="instances per sample")
     parser.add_argument("--feature-sets", default="full,no_sscore")
+    parser.add_argument(
+        "--sscore-nets", default="", help="strength nets whose s-scores to keep (default: all)"
+    )
     args = parser.parse_args()
 
     data = instance_data(
@@ -41,6 +45,7 @@ def main() -> None:
         load_mart(args.aggregates, "rank_groups"),
         game=args.game,
     )
+    data = keep_sscore_nets(data, [net for net in args.sscore_nets.split(",") if net])
     part = np.array([hashlib.md5(g.encode()).digest()[0] % args.parts for g in data.game_id])
     config = MetaConfig(ns=(args.n,), feature_sets=tuple(args.feature_sets.split(",")))
     means: dict[str, list[dict[str, float]]] = {}
