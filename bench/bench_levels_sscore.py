@@ -5,7 +5,7 @@ against running ``kibitz-sscore-chess-levels`` as a strength net (a second pass 
 
 On the first games of every band of the Lichess candidating split, times the net step
 (``ChessNetStep``, the work of the extraction's net actor) of three configs, medians of
-``--repeats`` runs after a warm-up:
+``--repeats`` rounds (the configs take turns) after a warm-up:
 
 - ``imitation``: the preset's nine Maia-1 nets, no strength net;
 - ``head``: the same plus ``kibitz-sscore-chess-levels``, whose levels are those nets, so only
@@ -54,18 +54,28 @@ def config(imitation: list[str], strength: list[str]):
     })  # fmt: skip
 
 
-def timed(step: ChessNetStep, work: ChessWork, repeats: int) -> tuple[float, float, dict]:
-    """Median seconds of ``step(work)`` and of the strength net job in it, over ``repeats``
-    runs after one warm-up, and the s-scores."""
-    result = step(work)
-    seconds, job_seconds = [], []
+def timed(
+    steps: dict[str, ChessNetStep], work: ChessWork, repeats: int
+) -> tuple[dict[str, float], dict[str, float], dict[str, dict]]:
+    """Per step: median seconds of ``step(work)`` and of the strength net job in it, over
+    ``repeats`` rounds after one warm-up each, and the s-scores. The steps take turns within
+    each round, so a drift of the machine's speed hits them alike."""
+    sscore = {name: step(work).sscore for name, step in steps.items()}
+    seconds: dict[str, list[float]] = {name: [] for name in steps}
+    job: dict[str, list[float]] = {name: [] for name in steps}
     for _ in range(repeats):
-        before = step.bank.timer.per_net_s.get(MODEL, 0.0)
-        t0 = time.perf_counter()
-        result = step(work)
-        seconds.append(time.perf_counter() - t0)
-        job_seconds.append(step.bank.timer.per_net_s.get(MODEL, 0.0) - before)
-    return statistics.median(seconds), statistics.median(job_seconds), result.sscore
+        for name, step in steps.items():
+            before = step.bank.timer.per_net_s.get(MODEL, 0.0)
+            t0 = time.perf_counter()
+            step(work)
+            seconds[name].append(time.perf_counter() - t0)
+            job[name].append(step.bank.timer.per_net_s.get(MODEL, 0.0) - before)
+    median = statistics.median
+    return (
+        {k: median(v) for k, v in seconds.items()},
+        {k: median(v) for k, v in job.items()},
+        sscore,
+    )
 
 
 def main() -> None:
@@ -81,9 +91,7 @@ def main() -> None:
         "strength net": ChessNetStep(config(["maia-1100"], [MODEL])),
     }
     assert list(steps["head"].levels) == [MODEL] and not steps["strength net"].levels
-    seconds, job, sscore = {}, {}, {}
-    for name, step in steps.items():
-        seconds[name], job[name], sscore[name] = timed(step, work, args.repeats)
+    seconds, job, sscore = timed(steps, work, args.repeats)
     baseline = seconds["imitation"] + job["strength net"]
     print(f"{n} positions ({args.games_per_band} games x {len(BANDS)} bands), "
           f"medians of {args.repeats}")  # fmt: skip
