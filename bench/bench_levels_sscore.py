@@ -32,16 +32,16 @@ from pipeline import settings
 from pipeline.extract_chess import ChessNetStep, ChessWork, encode_chess
 from pipeline.extract_config import config_from_dict
 from pipeline.ingest_pgn import plan_chunks, read_chunk
+from pipeline.sscore_batches import CHESS_RANK_GROUPS
 from pipeline.sscore_levels import MAIA_LEVELS
 
-BANDS = ("1000-1200", "1200-1400", "1400-1600", "1600-1800", "1800-2000", "2000-2200",
-         "2200-2400", "2400-2600")  # fmt: skip
 MODEL = "kibitz-sscore-chess-levels"
 
 
 def first_games(per_band: int) -> pa.Table:
     split = settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "candidating"
-    chunks = [plan_chunks([split / f"{b}.pgn.zst"], games_per_chunk=per_band)[0] for b in BANDS]
+    files = [split / f"{band}.pgn.zst" for band in CHESS_RANK_GROUPS]
+    chunks = [plan_chunks([f], games_per_chunk=per_band)[0] for f in files]
     return pa.concat_tables([read_chunk(c).games for c in chunks])
 
 
@@ -93,7 +93,7 @@ def main() -> None:
     assert list(steps["head"].levels) == [MODEL] and not steps["strength net"].levels
     seconds, job, sscore = timed(steps, work, args.repeats)
     baseline = seconds["imitation"] + job["strength net"]
-    print(f"{n} positions ({args.games_per_band} games x {len(BANDS)} bands), "
+    print(f"{n} positions ({args.games_per_band} games x {len(CHESS_RANK_GROUPS)} bands), "
           f"medians of {args.repeats}")  # fmt: skip
     rows = [
         ("imitation (9 Maia-1 nets)", seconds["imitation"]),

@@ -60,7 +60,7 @@ DEFAULT_NS = (1, 5, 10, 15, 20)
 
 # Column families of sql/marts/player_instance_features.sql.
 FAMILIES: dict[str, re.Pattern[str]] = {
-    "sscore": re.compile(r"^sscore_.+_(mean|median|std)_(k25|k50|all)$"),
+    "sscore": re.compile(r"^sscore_(.+)_(?:mean|median|std)_(?:k25|k50|all)$"),  # (1): net
     "prior": re.compile(r"^prior_.+_geomean_(k25|k50|all)$"),
     "loss": re.compile(r"^loss_(mean|median|std)_(k25|k50|all)$"),
     "dcloss": re.compile(r"^loss_c6[1-4]_mean_(k25|k50|all)$"),
@@ -215,9 +215,7 @@ def keep_sscore_nets(data: InstanceData, nets: Sequence[str]) -> InstanceData:
     if not nets:
         return data
     wanted = {column_slug(net) for net in nets}
-    net_of = [
-        re.match(r"^sscore_(.+)_(?:mean|median|std)_(?:k25|k50|all)$", c) for c in data.columns
-    ]
+    net_of = [FAMILIES["sscore"].match(c) for c in data.columns]
     present = {m.group(1) for m in net_of if m}
     if wanted - present:
         raise MetaDataError(

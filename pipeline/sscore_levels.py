@@ -131,22 +131,17 @@ def level_nets(config: LevelsHeadConfig, sha256: dict[str, str] | None = None) -
     against ``sha256`` (the files a model was trained on) when given."""
     from pipeline import model_registry
 
-    if sha256 is not None:
-        check_level_sha256(config, sha256)
-    return [model_registry.load_net(name).eval() for name in config.levels]
-
-
-def check_level_sha256(config: LevelsHeadConfig, sha256: dict[str, str]) -> None:
-    """Raise ``LevelsModelError`` unless each level's registry file is the one in ``sha256``."""
-    from pipeline import model_registry
-
+    nets = []
     for name in config.levels:
-        have = model_registry.model_sha256(name)
-        if have != sha256.get(name):
-            raise LevelsModelError(
-                f"imitation level {name!r}: the registry's file has sha256 {have}, but the "
-                f"model was trained on sha256 {sha256.get(name)}; use the same net"
-            )
+        if sha256 is not None:
+            have = model_registry.model_sha256(name)
+            if have != sha256.get(name):
+                raise LevelsModelError(
+                    f"imitation level {name!r}: the registry's file has sha256 {have}, but the "
+                    f"model was trained on sha256 {sha256.get(name)}; use the same net"
+                )
+        nets.append(model_registry.load_net(name).eval())
+    return nets
 
 
 def build_levels_sscore(

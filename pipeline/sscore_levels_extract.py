@@ -7,8 +7,8 @@ runs the same nets as its imitation levels (the preset's nine Maia-1 nets): run 
 net, the model would put every position through all nine a second time. So when every level's
 weights (by sha256) are among the config's imitation nets, extraction instead asks those nets'
 policy statistics for the two numbers (``PolicyStats.whole``: the softmax over the whole
-policy, as the head was trained) and runs only the head on them, 5,441 parameters a position
-next to the nets' millions. Any other levels model (levels not all extracted, other weights)
+policy, as the head was trained) and runs only the head on them: 5,441 parameters against the
+nine Maia-1 nets' 7.8 million. Any other levels model (levels not all extracted, other weights)
 runs as an ordinary strength net, which loads and checks its levels itself.
 """
 
