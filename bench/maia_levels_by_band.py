@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pipeline import model_registry
 from pipeline.level_policies import cached_level_policies
 from pipeline.sscore_batches import build_pool
 from pipeline.sscore_eval import adjacent_gap_z, group_means, group_sems, instance_means
@@ -32,8 +31,9 @@ from pipeline.sscore_levels import (
     MAIA_LEVELS,
     LevelsHead,
     LevelsHeadConfig,
-    LevelsSScore,
     level_nets,
+    level_sha256,
+    levels_sscore,
 )
 from pipeline.train_sscore_levels import LevelsTrainConfig
 from pipeline.training_games import load_split_games, read_games
@@ -52,8 +52,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     config = LevelsHeadConfig(MAIA_LEVELS)
-    model = LevelsSScore(level_nets(config), LevelsHead(config))  # the head is not used
-    levels = {name: model_registry.model_sha256(name) for name in MAIA_LEVELS}
+    model = levels_sscore("chess", level_nets(config), LevelsHead(config))  # the head is not used
+    levels = level_sha256(MAIA_LEVELS)
     n = len(MAIA_LEVELS)
     sets = [(name, games, None, 3, f"held-out-{i}")
             for i, (name, games) in enumerate(held_out_sets("chess").items())]  # fmt: skip

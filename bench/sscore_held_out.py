@@ -48,7 +48,7 @@ from pipeline.sscore_eval import (
     instance_scores,
     score_rows,
 )
-from pipeline.sscore_levels import LevelsSScore
+from pipeline.sscore_levels import LevelsSScore, level_sha256
 from pipeline.train_sscore_levels import ScoredPool
 
 SPLITS = {
@@ -87,7 +87,7 @@ def held_out_scores(
     through its levels' policies, kept in ``cache`` (``pipeline/level_policies.py``)."""
     pool = build_pool(games, game, positions_per_instance=positions, seed=3)
     if isinstance(net, LevelsSScore):
-        levels = {level: model_registry.model_sha256(level) for level in net.head.config.levels}
+        levels = level_sha256(net.head.config.levels)
         policies = cached_level_policies(net, pool, levels, cache, name)
         return ScoredPool(pool, policies).instance_scores(net.head), pool
     return instance_scores(net, pool), pool

@@ -6,6 +6,7 @@ Added to ``kibitz train`` (``pipeline/cli_train.py``) by :func:`add_parsers`::
     kibitz train sscore chess --games kibitz-out/games-chess --out kibitz-out/sscore-chess
     kibitz train sscore go --games kibitz-out/games-go --out kibitz-out/sscore-go --max-minutes 40
     kibitz train sscore-levels chess --games kibitz-out/games-chess --out kibitz-out/sscore-levels
+    kibitz train sscore-levels go --games kibitz-out/games-go --out kibitz-out/sscore-go-levels
     kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy --max-minutes 40
 
 ``--out`` receives checkpoints/, model.kibitz.pt, model.onnx, model.yaml, MODEL_CARD.md and the
@@ -240,15 +241,18 @@ def add_parsers(trainers: argparse._SubParsersAction) -> None:
     sscore.set_defaults(func=cmd_train_sscore)
     levels = trainers.add_parser(
         "sscore-levels",
-        help="s-score head on the policies of several imitation levels (chess: Maia-1 1100-1900)",
+        help="s-score head on the policies of several imitation levels (chess: Maia-1 1100-1900;"
+        " Go: kibitz-go-policy at 4k, 2k, 1d-9d)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    levels.add_argument("game", choices=["chess"])
+    levels.add_argument("game", choices=["chess", "go"])
     _add_common(levels, LEVELS_SHARED)
     _add_options(levels, LEVELS_OPTIONS)
     levels.add_argument(
-        "--levels", help="comma-separated registry names, weakest first (default maia-1100..1900)"
+        "--levels",
+        help="comma-separated registry names, weakest first, NAME@RANK for a rank-conditioned"
+        " Go net (default: chess maia-1100..1900; Go kibitz-go-policy@4k,@2k,@1d..@9d)",
     )
     levels.add_argument("--no-r-inf", action="store_true", help="without the random-move rank r∞")
     levels.set_defaults(func=cmd_train_sscore_levels)

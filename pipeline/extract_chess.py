@@ -72,11 +72,10 @@ from pipeline.expected_loss import LikelyMoves, expected_loss, select_likely
 from pipeline.extract_config import ConfigError, ExtractConfig
 from pipeline.features_rows import build_table, game_columns
 from pipeline.features_schema import column_slug
-from pipeline.model_registry import model_sha256
 from pipeline.net_bank import Gather, Input, NetBank, NetJob, OneHot
 from pipeline.packed_planes import PackedPlanes, pack_planes
 from pipeline.policy_stats import PolicyStats
-from pipeline.sscore_levels_extract import LevelsOnImitation, levels_on_imitation
+from pipeline.sscore_levels_extract import heads_on_imitation
 from pipeline.stockfish_eval import StockfishEvaluator, StockfishSettings, win_rate_to_v
 
 LOG_PRIOR_FLOOR = float(np.log(1e-6))  # features_schema: logprior floored at log(1e-6)
@@ -169,13 +168,9 @@ class ChessNetStep:
         self.config = config
         # levels s-scores whose levels are all imitation nets: only their heads run, on those
         # nets' statistics (pipeline/sscore_levels_extract.py)
-        imitation_sha = {net.name: model_sha256(net.model) for net in config.imitation_nets}
-        self.levels: dict[str, LevelsOnImitation] = {}
-        for net in config.strength_nets:
-            on_imitation = levels_on_imitation(net.model, imitation_sha)
-            if on_imitation is not None:
-                self.levels[net.name] = on_imitation
-        whole = {name for levels in self.levels.values() for name in levels.imitation}
+        self.levels = heads_on_imitation(config)
+        # imitation net name → the extra PolicyStats flags its levels heads read
+        extra = {name: lv.stats for lv in self.levels.values() for name in lv.imitation}
         self.bank = NetBank(
             _nets_to_load(config, self.levels),
             backend=config.backend,
@@ -193,7 +188,7 @@ class ChessNetStep:
                 "legal",
                 "played_index",
                 top_k=el.max_moves if net.name == el.net else 0,
-                whole=net.name in whole,
+                **extra.get(net.name, {}),
             )
             self.jobs[net.name] = NetJob(net.name, net.model, ("policy",), stats={"policy": stats})
         self.jobs.update(
@@ -263,7 +258,9 @@ class ChessNetStep:
                 )
         for net in self.config.strength_nets:
             if net.name in self.levels:
-                result.sscore[net.name] = self.levels[net.name].score(outputs)
+                result.sscore[net.name] = self.levels[net.name].score(
+                    lambda name, stat: outputs[name][f"policy.{stat}"][:, 0]
+                )
             else:
                 sscore = outputs[net.name]["sscore"]
                 result.sscore[net.name] = sscore.reshape(n).astype(np.float32)

@@ -61,6 +61,7 @@ from pipeline.go_spec import POLICY_SIZE
 from pipeline.net_bank import Input, NetBank, NetJob, OneHot
 from pipeline.packed_planes import PackedPlanes, pack_planes
 from pipeline.policy_stats import PolicyStats
+from pipeline.sscore_levels_extract import heads_on_imitation
 
 LOG_PRIOR_FLOOR = float(np.log(1e-6))  # features_schema: logprior floored at log(1e-6)
 
@@ -166,7 +167,11 @@ class GoNetStep:
 
     def __init__(self, config: ExtractConfig, *, device: str | None = None, cache_dir=None):
         self.config = config
-        models = [n.model for n in config.imitation_nets + config.strength_nets]
+        # levels s-scores whose levels are all imitation nets: only their heads run, on those
+        # nets' statistics (pipeline/sscore_levels_extract.py)
+        self.levels = heads_on_imitation(config)
+        strength = [n for n in config.strength_nets if n.name not in self.levels]
+        models = [n.model for n in config.imitation_nets + strength]
         models.append(config.value.model)
         self.bank = NetBank(
             models,
@@ -190,17 +195,22 @@ class GoNetStep:
             self.imitation[net.name] = (key, picked.index(channel))
             job_args[key] = (net.model, renames)
         el_key = self.imitation[config.expected_loss.net][0] if config.expected_loss.net else None
+        extra: dict[str, dict[str, bool]] = {}  # job key → the PolicyStats flags heads read
+        for lv in self.levels.values():
+            for name in lv.imitation:
+                extra.setdefault(self.imitation[name][0], {}).update(lv.stats)
         self.value_key = f"{config.value.model}#None"
         self.jobs: dict[str, NetJob] = {}  # job key → job
         for key, (model, renames) in job_args.items():
             stats = PolicyStats(
                 "legal", "played_index", tuple(channels[key]),
                 top_k=config.expected_loss.max_moves if key == el_key else 0,
+                **extra.get(key, {}),
             )  # fmt: skip
             outputs = ("policy", *VALUE_OUTPUTS) if key == self.value_key else ("policy",)
             self.jobs[key] = NetJob(key, model, outputs, renames, stats={"policy": stats})
         self.strength_job: dict[str, str] = {}  # strength net name → job key
-        for net in config.strength_nets:
+        for net in strength:
             key = f"{net.model}#sscore"
             self.jobs.setdefault(key, NetJob(key, net.model, ("sscore",)))
             self.strength_job[net.name] = key
@@ -250,7 +260,7 @@ class GoNetStep:
         n = len(pos.game_index)
         black = pos.black_to_move
         played_all = pos.played_index.astype(np.int64)
-        strength = bool(self.config.strength_nets)
+        strength = len(self.config.strength_nets) > len(self.levels)  # a net reads "played"
 
         def source(start: int, stop: int) -> dict[str, Input]:
             inputs: dict[str, Input] = {
@@ -277,8 +287,15 @@ class GoNetStep:
             ).astype(np.float32)
             result.top1[net.name] = stats["policy.top1"][moves, channel]
         for net in self.config.strength_nets:
-            sscore = outputs[self.strength_job[net.name]]["sscore"]
-            result.sscore[net.name] = sscore[moves].reshape(-1).astype(np.float32)
+            if net.name in self.levels:
+                result.sscore[net.name] = self.levels[net.name].score(
+                    lambda name, stat: outputs[self.imitation[name][0]][f"policy.{stat}"][
+                        moves, self.imitation[name][1]
+                    ]
+                )
+            else:
+                sscore = outputs[self.strength_job[net.name]]["sscore"]
+                result.sscore[net.name] = sscore[moves].reshape(-1).astype(np.float32)
         value = self.jobs[self.value_key]
         meta = self.bank.nets[value.model].meta
         result.white_lead = white_lead(outputs[value.key], black, meta)

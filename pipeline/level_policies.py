@@ -20,12 +20,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from pipeline import chess_spec, go_spec
+from pipeline.legal_softmax import legal_mask, masked_logits
 from pipeline.sscore_batches import PositionPool
 from pipeline.sscore_levels import LevelsSScore
 
 logger = logging.getLogger(__name__)
 
-BATCH = 1024
+# Positions a batch: a Go rank-conditioned net's per-rank layers hold (B, R, H, 361) floats.
+BATCH = {"chess": 1024, "go": 256}
 
 
 @dataclass
@@ -52,18 +55,28 @@ class LevelPolicies:
 def compute_level_policies(model: LevelsSScore, pool: PositionPool) -> LevelPolicies:
     """Run every level over the pool once, in batches of positions on the model's device."""
     device = next(model.parameters()).device
-    levels = len(model.nets)
+    levels = len(model.picks)
     logp_legal = np.empty((levels, int(pool.legal_offsets[-1])), dtype=np.float16)
     entropy = np.empty((levels, len(pool)), dtype=np.float32)
     t0 = time.perf_counter()
-    for start in range(0, len(pool), BATCH):
-        stop = min(start + BATCH, len(pool))
-        planes = torch.from_numpy(pool.planes[start:stop]).to(device).float()  # (b, 112, 8, 8)
+    step = BATCH[pool.game]
+    for start in range(0, len(pool), step):
+        stop = min(start + step, len(pool))
+        # chess (b, 112, 8, 8); Go (b, 22, 19, 19) and (b, 19)
+        inputs = [torch.from_numpy(pool.planes[start:stop]).to(device).float()]
+        if pool.global_ is not None:
+            inputs.append(torch.from_numpy(pool.global_[start:stop]).to(device))
         a, b = int(pool.legal_offsets[start]), int(pool.legal_offsets[stop])
         row = np.repeat(np.arange(stop - start), np.diff(pool.legal_offsets[start : stop + 1]))
         move = pool.legal_index[a:b].astype(np.int64)
-        for li, logits in enumerate(model.policies(planes)):
-            logp = torch.log_softmax(logits.float(), dim=1).cpu()  # (b, 1858)
+        legal = None
+        if model.legal:  # the softmax over each position's legal moves (LevelsHeadConfig)
+            size = go_spec.POLICY_SIZE if pool.game == "go" else chess_spec.POLICY_SIZE
+            rows = np.arange(start, stop)
+            legal = legal_mask(pool.legal_offsets, pool.legal_index, rows, size).to(device)
+        for li, logits in enumerate(model.policies(*inputs)):
+            logits = logits.float() if legal is None else masked_logits(logits.float(), legal)
+            logp = torch.log_softmax(logits, dim=1).cpu()  # (b, 1858 | 362)
             entropy[li, start:stop] = -(logp.exp() * logp).sum(dim=1).numpy()
             logp_legal[li, a:b] = logp.numpy()[row, move]
     seconds = time.perf_counter() - t0
@@ -71,10 +84,14 @@ def compute_level_policies(model: LevelsSScore, pool: PositionPool) -> LevelPoli
     return LevelPolicies(logp_legal, entropy, seconds)
 
 
-def pool_fingerprint(pool: PositionPool, levels: dict[str, str]) -> str:
-    """Hex digest of the pool's positions and moves and the levels' names and sha256."""
+def pool_fingerprint(pool: PositionPool, levels: dict[str, str], softmax: str = "whole") -> str:
+    """Hex digest of the pool's positions and moves, the levels' names and sha256 in the
+    model's order (the cached arrays' rows follow it) and the softmax
+    (``LevelsHeadConfig.softmax``; "whole" adds nothing, as before it was a setting)."""
     h = hashlib.blake2b(digest_size=16)
-    for name in sorted(levels):
+    if softmax != "whole":
+        h.update(f"softmax={softmax};".encode())
+    for name in levels:
         h.update(f"{name}={levels[name]};".encode())
     for array in (pool.played, pool.legal_index, pool.legal_offsets, pool.instance_offsets,
                   pool.ply, pool.planes[:, :13]):  # fmt: skip
@@ -94,7 +111,9 @@ def cached_level_policies(
     folder is given (``levels``: name → sha256 of the nets the model holds)."""
     if cache_dir is None:
         return compute_level_policies(model, pool)
-    path = Path(cache_dir) / f"{name}-{pool_fingerprint(pool, levels)}.npz"
+    path = (
+        Path(cache_dir) / f"{name}-{pool_fingerprint(pool, levels, model.head.config.softmax)}.npz"
+    )
     if path.is_file():
         with np.load(path) as data:
             logger.info("policies of pool %r from %s", name, path)

@@ -195,28 +195,43 @@ def _quality(header: dict[str, Any]) -> list[str]:
     ]
 
 
+# Why a levels head trails the published nets: it knows only what its imitation nets say.
+_LEVELS_LIMITS = {
+    "chess": "the imitation nets, trained by CSSLab on millions of Lichess games, do the "
+    "judging; it knows only what their policies say about a move, and Maia-1 learnt from "
+    "players rated 1100-1900.",
+    "go": "the imitation nets do the judging; it knows only what their policies say about a "
+    "move. Kibitz's rank-conditioned Go policy trained for under an hour on a CPU, and its "
+    "ranks' priors for the same move differ by only hundredths of a nat (docs/train.md).",
+}
+_LEVELS_INPUTS = {
+    "chess": "planes, played move",
+    "go": "spatial and global features, legal-move mask, played move",
+}
+
+
 def levels_card(header: dict[str, Any], name: str) -> str:
     """Card of a levels s-score: the head, the imitation nets it needs, quality."""
     net, game = header["net"], header["game"]
-    levels = ", ".join(f"`{level}` (sha256 `{net['level_sha256'][level][:12]}…`)"
-                       for level in net["levels"])  # fmt: skip
     published = ", ".join(
         f"n={n}: {p} %" for n, p in zip(NS, PUBLISHED_ACCURACY[game], strict=True)
     )
+    softmax = " (softmax over the legal moves)" if net.get("softmax") == "legal" else ""
     lines = [
         f"# {name}",
         "",
         f"Bradley-Terry strength estimator (s-score, Chen, Shih & Wu 2025) for {game} whose "
-        f"trunk is {len(net['levels'])} frozen imitation nets: per move it reads the move's "
-        "log-likelihood and the policy entropy under each level, and a 2-layer MLP of "
-        f"{net['hidden']} units turns those into the s-score (Kuboki et al.'s multi-level "
+        f"trunk is {len(net['levels'])} frozen imitation levels: per move it reads the move's "
+        f"log-likelihood and the policy entropy under each level{softmax}, and a 2-layer MLP "
+        f"of {net['hidden']} units turns those into the s-score (Kuboki et al.'s multi-level "
         "features inside the s-score). Format `kibitz-sscore-levels` "
         "(`pipeline/sscore_levels.py`): this file holds only the head "
         f"({_levels_parameters(net):,} parameters, Apache-2.0); the nets are loaded from the "
-        f"registry and checked against the sha256 they were trained with: {levels}. Loaded, "
-        "the model takes the inputs of a `kibitz-sscore` net (planes, played move) and runs "
-        "every level; `model.onnx` beside it is the head alone (features → s-score). The Maia-1 "
-        "nets are GPL-3.0, so a deployment that runs this model runs GPL-3.0 weights.",
+        f"registry and checked against the sha256 they were trained with: {_level_nets(net)}. "
+        f"Loaded, the model takes the inputs of a `kibitz-sscore` net ({_LEVELS_INPUTS[game]}) "
+        "and runs each net once (a rank-conditioned net: one trunk pass, then each rank's "
+        "layers); `model.onnx` beside it is the head alone (features → s-score). The nets keep "
+        f"their licences, which a deployment that runs this model accepts: {_level_licences(net)}.",
         "",
         *_made(header),
         *_policies_pass(header["train"].get("level_policies") or {}),
@@ -226,13 +241,45 @@ def levels_card(header: dict[str, Any], name: str) -> str:
         "## How far from the published net, and why",
         "",
         f"Chen et al. report {published} with 20-block × 256-channel nets trained on GPUs on "
-        "hundreds of thousands of games. This head trains in minutes on a CPU because the "
-        "imitation nets, trained by CSSLab on millions of Lichess games, do the judging; it "
-        "knows only what their policies say about a move, and Maia-1 learnt from players "
-        "rated 1100-1900.",
+        "hundreds of thousands of games. This head trains in minutes on a CPU because "
+        + _LEVELS_LIMITS[game],
         "",
     ]
     return "\n".join(lines)
+
+
+def _level_models(net: dict[str, Any]) -> dict[str, list[str]]:
+    """Each distinct registry name of a levels header → its rank profiles (empty: plain net)."""
+    from pipeline.sscore_levels import split_level
+
+    models: dict[str, list[str]] = {}
+    for level in net["levels"]:
+        model, profile = split_level(level)
+        models.setdefault(model, []).extend([profile] if profile else [])
+    return models
+
+
+def _level_nets(net: dict[str, Any]) -> str:
+    """Each net once, with its sha256 and, when rank-conditioned, the ranks read."""
+    sha = {level.partition("@")[0]: digest for level, digest in net["level_sha256"].items()}
+    return ", ".join(
+        f"`{model}` (sha256 `{sha[model][:12]}…`"
+        + (f"; ranks {', '.join(ranks)})" if ranks else ")")
+        for model, ranks in _level_models(net).items()
+    )
+
+
+def _level_licences(net: dict[str, Any]) -> str:
+    """The licence the registry states for each net the head needs."""
+    from pipeline.model_registry import ModelNotFoundError, find_entry
+
+    def licence(model: str) -> str:
+        try:
+            return find_entry(model).license or "not stated in the registry"
+        except ModelNotFoundError:
+            return "not in this registry"
+
+    return ", ".join(f"`{model}` {licence(model)}" for model in _level_models(net))
 
 
 def _policies_pass(record: dict[str, dict[str, Any]]) -> list[str]:

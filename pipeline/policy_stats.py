@@ -1,6 +1,7 @@
 """What extraction keeps of a policy, computed where the net ran: the played move's prior and
 log-prior, whether it was the net's top move, the net's most likely moves and, for a levels
-s-score's head, the played move's log p and the entropy under the whole (unmasked) policy.
+s-score's head, the policy's entropy and the played move's log p and entropy under the whole
+(unmasked) policy.
 
 A policy output is (B, P) logits over the game's whole move space (Go 362, chess 1858) or
 (B, C, P) (KataGo's policy channels, a rank-conditioned policy's ranks). Features need a few
@@ -46,9 +47,12 @@ class PolicyStats:
     channels: tuple[int, ...] = ()
     top_k: int = 0  # with k > 0 also the k most likely moves of each channel
     # also the played move's log p and the entropy under the softmax over all P entries, legal
-    # or not: the inputs of a levels s-score head (pipeline.sscore_levels_extract), which was
-    # trained on the nets' whole policies
+    # or not: the inputs of a levels s-score head (pipeline.sscore_levels_extract) trained on
+    # the nets' whole policies
     whole: bool = False
+    # also the entropy of the softmax over the legal moves: with ``logprior``, the inputs of a
+    # levels head trained on legal-move policies
+    entropy: bool = False
 
 
 def _legal_mask(legal: Any, batch: int, size: int, device: torch.device) -> torch.Tensor:
@@ -76,8 +80,9 @@ def policy_stats(
 
     Returns ``prior`` (B, C) float32, ``logprior`` (B, C) float64, ``top1`` (B, C) bool and,
     with ``top_k``, ``likely_index`` (B, C, k) int64 and ``likely_prior`` (B, C, k) float32
-    (k is capped at P); with ``whole``, ``whole_logprior`` and ``whole_entropy`` (B, C)
-    float32 of the unmasked softmax. Positions with no legal move are an error upstream (the
+    (k is capped at P); with ``entropy``, ``entropy`` (B, C) float32 of the legal moves'
+    softmax; with ``whole``, ``whole_logprior`` and ``whole_entropy`` (B, C) float32 of the
+    unmasked softmax. Positions with no legal move are an error upstream (the
     encoders give every position at least one).
     """
     if request.channels:
@@ -106,6 +111,9 @@ def policy_stats(
             places = _legal_places(legal, batch, size, device)  # (B, P)
             order = places[:, None].expand(-1, order.shape[1], -1).gather(-1, order)
         out["likely_index"] = order
+    if request.entropy:  # illegal moves have p = 0 and add nothing
+        terms = torch.where(mask, logp.exp() * logp, 0.0)  # (B, C, P)
+        out["entropy"] = -terms.sum(dim=-1).float()
     if request.whole:  # float32, as the levels head's training features (level_policies)
         whole = torch.log_softmax(logits.float(), dim=-1)  # (B, C, P)
         out["whole_logprior"] = whole.gather(-1, index)[..., 0]

@@ -32,6 +32,7 @@ from pipeline import chess_spec, go_spec
 from pipeline.encode_chess import encode_games as encode_chess_games
 from pipeline.encode_go import encode_games as encode_go_games
 from pipeline.go_rules import GoGameSpec
+from pipeline.legal_softmax import legal_mask
 
 # Rank groups, weakest first (Kuboki et al. 2025's selection; keep in sync with the presets).
 CHESS_RANK_GROUPS = (
@@ -345,15 +346,23 @@ def net_inputs(
     rows: np.ndarray,
     moves: np.ndarray,
     device: torch.device | str = "cpu",
+    *,
+    legal: bool = False,
 ) -> tuple[torch.Tensor, ...]:
     """Float32 net inputs (contract C4 order) on ``device`` for flat ``rows`` shown ``moves``
-    (one-hot). The planes travel as uint8 and become float there."""
+    (one-hot). The planes travel as uint8 and become float there. With ``legal``, the (B,
+    policy) legal-move mask (1.0 where legal) comes before the move (a Go levels s-score,
+    ``pipeline/sscore_levels.py``)."""
     rows = rows.reshape(-1)
     size = chess_spec.POLICY_SIZE if pool.game == "chess" else go_spec.POLICY_SIZE
     played = torch.zeros(len(rows), size, device=device)  # (B, policy)
     shown = torch.from_numpy(moves.reshape(-1)).to(device)
     played[torch.arange(len(rows), device=device), shown] = 1.0
     planes = torch.from_numpy(pool.planes[rows]).to(device).float()  # (B, C, H, W)
-    if pool.game == "chess":
-        return planes, played
-    return planes, torch.from_numpy(pool.global_[rows]).to(device), played
+    inputs = [planes]
+    if pool.game == "go":
+        inputs.append(torch.from_numpy(pool.global_[rows]).to(device))  # (B, 19)
+    if legal:
+        mask = legal_mask(pool.legal_offsets, pool.legal_index, rows, size)
+        inputs.append(mask.to(device).float())
+    return (*inputs, played)

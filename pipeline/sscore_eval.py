@@ -120,12 +120,13 @@ def score_rows(
 ) -> np.ndarray:
     """(K,) s-score of each (row, move) pair, in eval mode, on the net's device."""
     device = module_device(net)
+    legal = "legal" in getattr(net, "input_names", ())  # a levels s-score on legal policies
     was_training = net.training
     net.eval()
     out = np.empty(len(rows), np.float32)
     for start in range(0, len(rows), batch):
         stop = min(start + batch, len(rows))
-        inputs = net_inputs(pool, rows[start:stop], moves[start:stop], device)
+        inputs = net_inputs(pool, rows[start:stop], moves[start:stop], device, legal=legal)
         out[start:stop] = net(*inputs)[0][:, 0].cpu().numpy()  # (b,)
     net.train(was_training)
     return out

@@ -32,6 +32,7 @@ from pipeline.go_rank_policy import (
     GoRankPolicyNet,
     rank_indices,
 )
+from pipeline.legal_softmax import legal_mask, masked_log_softmax
 from pipeline.model_export import GO_POLICY_FORMAT, ExportedModel
 from pipeline.sscore_batches import GO_RANK_GROUPS, PositionPool, build_pool
 from pipeline.train_device import module_device
@@ -40,8 +41,6 @@ from pipeline.train_loop import (
     TimeBudget,
     TrainSettings,
     export_tracked,
-    legal_mask,
-    masked_log_softmax,
     restore_best,
     run_loop,
     run_params,

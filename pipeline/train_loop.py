@@ -251,28 +251,6 @@ def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
         group["lr"] = lr
 
 
-def legal_mask(
-    legal_offsets: np.ndarray, legal_index: np.ndarray, rows: np.ndarray, size: int
-) -> torch.Tensor:
-    """(B, size) bool: the legal moves of ``rows`` from a CSR legal list, without a row loop."""
-    starts, stops = legal_offsets[rows], legal_offsets[rows + 1]
-    counts = stops - starts
-    flat = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(
-        int(counts.sum())
-    )
-    mask = torch.zeros(len(rows), size, dtype=torch.bool)
-    mask[
-        torch.from_numpy(np.repeat(np.arange(len(rows)), counts)),
-        torch.from_numpy(legal_index[flat].astype(np.int64)),
-    ] = True
-    return mask
-
-
-def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Log-softmax over the legal moves only (illegal moves get a large negative logit)."""
-    return torch.log_softmax(logits.masked_fill(~mask, -1e9), dim=-1)
-
-
 def positions_trained(train: dict[str, Any]) -> int:
     """Training positions behind a model's weights: its run's and those of the model it
     started from (``init_from``), from the ``train`` record of its header."""

@@ -1,4 +1,4 @@
-"""Train a levels s-score (``pipeline/sscore_levels.py``): ``kibitz train sscore-levels chess``.
+"""Train a levels s-score (``pipeline/sscore_levels.py``): ``kibitz train sscore-levels chess|go``.
 
 Chen et al.'s training, on the frozen imitation nets of several skill levels instead of a trunk:
 the batches are ``sample_batch``'s (G groups × R ranks × P positions, each rank's P positions
@@ -15,6 +15,7 @@ et al.'s protocol on the evaluation split, export (the head's weights, the level
 sha256, and the head as ONNX) and the model card.
 
     kibitz train sscore-levels chess --games kibitz-out/games-chess --out kibitz-out/sscore-levels
+    kibitz train sscore-levels go --games kibitz-out/games-go --out kibitz-out/sscore-go-levels
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pipeline import model_registry, tracking
+from pipeline import tracking
 from pipeline.level_policies import LevelPolicies, cached_level_policies
 from pipeline.sscore_batches import (
     PositionPool,
@@ -36,12 +37,14 @@ from pipeline.sscore_batches import (
 )
 from pipeline.sscore_eval import evaluate_instance_scores, instance_means
 from pipeline.sscore_levels import (
+    DEFAULT_LEVELS,
+    DEFAULT_SOFTMAX,
     LEVELS_FORMAT,
-    MAIA_LEVELS,
     LevelsHead,
     LevelsHeadConfig,
-    LevelsSScore,
     level_nets,
+    level_sha256,
+    levels_sscore,
 )
 from pipeline.train_device import module_device
 from pipeline.train_loop import (
@@ -76,7 +79,9 @@ class LevelsTrainConfig(TrainSettings):
     """Everything that decides a levels run; saved in checkpoints, MLflow and the model card."""
 
     game: str = "chess"
-    levels: tuple[str, ...] = MAIA_LEVELS  # registry names of the imitation nets, weakest first
+    # the imitation levels, weakest first: registry names, ``NAME@RANK`` for a rank-conditioned
+    # net; empty: the game's default (sscore_levels.DEFAULT_LEVELS)
+    levels: tuple[str, ...] = ()
     hidden: int = 64  # width of the head's MLP
     groups: int = 32  # G: groups per batch (a step is cheap: features are gathered, not computed)
     positions: int = 8  # P: positions per rank and group, all from one player instance
@@ -88,11 +93,12 @@ class LevelsTrainConfig(TrainSettings):
     weight_decay: float = 0.01
 
     def __post_init__(self) -> None:
-        if self.game != "chess":
-            raise ValueError(f"sscore-levels trains on chess imitation nets, not {self.game!r}")
+        if self.game not in DEFAULT_LEVELS:
+            raise ValueError(f"game must be one of {sorted(DEFAULT_LEVELS)!r}, got {self.game!r}")
+        self.levels = tuple(self.levels) or DEFAULT_LEVELS[self.game]
 
     def head_config(self) -> LevelsHeadConfig:
-        return LevelsHeadConfig(tuple(self.levels), self.hidden)
+        return LevelsHeadConfig(tuple(self.levels), self.hidden, DEFAULT_SOFTMAX[self.game])
 
 
 class ScoredPool:
@@ -184,8 +190,8 @@ def train(
         lambda: LevelsHead(head_config), config, ckpt_dir, resume=resume, command=command
     )
     device = module_device(head)
-    level_sha = {name: model_registry.model_sha256(name) for name in config.levels}
-    model = LevelsSScore(level_nets(head_config), head).to(device)
+    level_sha = level_sha256(config.levels)
+    model = levels_sscore(config.game, level_nets(head_config), head).to(device)
 
     policies_record: dict[str, dict[str, float | int | None]] = {}
 

@@ -365,6 +365,35 @@ def test_sscore_is_the_strength_net_on_the_played_move(fox_games):
     assert not np.allclose(evaluate(feed)["sscore"][:, 0], direct, atol=1e-4)
 
 
+LEVELS = "kibitz-sscore-go-levels"
+
+
+def test_a_levels_sscore_on_the_rank_levels_runs_only_its_head(fox_games):
+    """The preset's case: every level of kibitz-sscore-go-levels is one of the preset's ranks of
+    kibitz-go-policy or its KataGo net, so only its head runs, on the legal-move statistics of
+    the rank-policy job and the KataGo job; its s-scores are the model's own run as a strength
+    net (its levels not all extracted: one rank other than the model's)."""
+    games = cut(fox_games, PLIES)
+    preset_levels = [n for n in preset("go").to_dict()["imitation_nets"] if n["model"] == GO_POLICY]
+    raw = _base_config()
+    raw["imitation_nets"] += preset_levels
+    raw["strength_nets"] = [LEVELS]
+    head = extract(games, raw)
+    assert list(head.step.levels) == [LEVELS] and LEVELS not in head.step.bank.nets
+    kata = next(n["name"] for n in raw["imitation_nets"] if n["model"] == KATAGO)
+    assert head.step.levels[LEVELS].imitation == (*(n["name"] for n in preset_levels), kata)
+    assert head.step.jobs[f"{GO_POLICY}#ranks"].stats["policy"].entropy
+    assert head.step.jobs[f"{KATAGO}#None"].stats["policy"].entropy
+    raw["imitation_nets"][-1]["profile"] = "8d"  # 9d → 8d: no longer every level
+    full = extract(games, raw)
+    assert full.step.levels == {} and full.step.jobs[f"{LEVELS}#sscore"].outputs == ("sscore",)
+    column = "sscore_kibitz_sscore_go_levels"
+    on_imitation, as_net = head.table[column].to_numpy(), full.table[column].to_numpy()
+    assert len(on_imitation) == GAMES * PLIES
+    np.testing.assert_allclose(on_imitation, as_net, atol=1e-4)
+    assert on_imitation.std() > 0.1
+
+
 # -- config ----------------------------------------------------------------------------------
 
 

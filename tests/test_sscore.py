@@ -187,6 +187,7 @@ def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(na
         ("kibitz-sscore-go", "sscore"),
         ("kibitz-go-policy", "policy"),
         ("kibitz-sscore-chess-levels", "sscore-levels"),
+        ("kibitz-sscore-go-levels", "sscore-levels"),
     ],
 )
 def test_shipped_model_cards_are_rendered_from_the_headers(name, kind):

@@ -1,7 +1,8 @@
 """The levels s-score (pipeline/sscore_levels.py): a Bradley-Terry head on the 9 Maia-1 nets'
 policies, trained by ``kibitz train sscore-levels`` on real games, loaded through the registry.
 
-Real nets and games: the 9 Maia-1 nets of ../shared and the first games of each Lichess band.
+Real nets and games: the 9 Maia-1 nets of ../shared and the first games of each Lichess band;
+for Go, Kibitz's rank-conditioned policy (models/) and the first games of each Fox rank group.
 """
 
 from __future__ import annotations
@@ -13,21 +14,28 @@ import onnxruntime as ort
 import pytest
 import torch
 import yaml
+from train_real_games import go_games, write_games_dir
 
 from pipeline import cli, model_registry
 from pipeline.cli_train_nets import levels_config
 from pipeline.evaluator import make_evaluator
+from pipeline.go_rank_policy import rank_index
+from pipeline.legal_softmax import legal_mask
 from pipeline.level_policies import compute_level_policies
 from pipeline.model_cards import write_card
 from pipeline.model_export import ModelFileError, read_model_file
 from pipeline.sscore_batches import build_pool, net_inputs
+from pipeline.sscore_eval import score_rows
 from pipeline.sscore_levels import (
+    GO_LEVELS,
+    GO_RANK_LEVELS,
     MAIA_LEVELS,
     LevelsHead,
     LevelsHeadConfig,
     LevelsModelError,
     LevelsSScore,
     level_features,
+    level_nets,
 )
 from pipeline.train_sscore_levels import CACHE_DIR, LevelsTrainConfig, ScoredPool, train
 from pipeline.training_games import load_split_games, read_games
@@ -42,14 +50,29 @@ def test_level_features_are_each_levels_loglik_then_entropy():
     assert got == pytest.approx([math.log(0.75), math.log(0.5), h_a, math.log(2.0)], abs=1e-6)
 
 
+def test_level_features_under_a_legal_softmax_ignore_illegal_moves():
+    # Logits (0, log 3, 9) with move 2 illegal: p = (1/4, 3/4, 0), as without move 2.
+    logits = [torch.tensor([[0.0, math.log(3.0), 9.0]])]
+    played = torch.tensor([[0.0, 1.0, 0.0]])
+    legal = torch.tensor([[True, True, False]])
+    got = level_features(logits, played, legal)[0].tolist()
+    h = -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))
+    assert got == pytest.approx([math.log(0.75), h], abs=1e-6)
+
+
 def test_head_config_is_checked():
     with pytest.raises(LevelsModelError, match="two or more distinct"):
         LevelsHeadConfig(("maia-1100", "maia-1100"))
-    with pytest.raises(ValueError, match="chess imitation nets"):
-        LevelsTrainConfig(game="go")
+    with pytest.raises(ValueError, match="game must be one of"):
+        LevelsTrainConfig(game="shogi")
+    with pytest.raises(LevelsModelError, match="softmax must be one of"):
+        LevelsHeadConfig(("a", "b"), softmax="masked")
+    assert LevelsTrainConfig(game="go").head_config() == LevelsHeadConfig(GO_LEVELS, 64, "legal")
+    assert LevelsTrainConfig().head_config() == LevelsHeadConfig(MAIA_LEVELS, 64, "whole")
 
 
 # A seconds-long run on 8 real games a band: half train, 30 % validate, 20 % evaluate.
+KATAGO = "katago-g170-b6c96"
 SMALL_LEVELS = {
     "positions_per_instance": 6, "groups": 4, "positions": 2, "warmup_steps": 1,
     "epoch_steps": 4, "validation_batches": 1, "split_fractions": (0.5, 0.3, 0.2),
@@ -108,7 +131,7 @@ def test_command_exports_the_head_with_the_levels_sha256(trained):
                                                       "evaluation"}  # fmt: skip
     card = (out / "MODEL_CARD.md").read_text(encoding="utf-8")
     assert "kibitz train sscore-levels chess --games G --out O --resume" in card
-    assert "GPL-3.0" in card and "| 2400-2600 |" in card
+    assert "`maia-1100` GPL-3.0" in card and "| 2400-2600 |" in card
 
 
 def test_loaded_model_scores_moves_as_the_head_on_cached_policies(trained, chess_dir):
@@ -160,3 +183,87 @@ def test_head_standardises_by_the_training_features():
     head.standardise_by(features)
     assert head.mean.tolist() == [1.0, 2.0, 3.0, 5.0]
     assert head.std.numpy() == pytest.approx([1.0, 1.0, 1.0, 2.0], abs=1e-5)
+
+
+# -- Go: the levels are ranks of Kibitz's rank-conditioned policy, one trunk pass --------------
+
+
+@pytest.fixture(scope="module")
+def go_trained(tmp_path_factory):
+    """``kibitz train sscore-levels go``' run function on the first 8 games of each Fox group."""
+    root = tmp_path_factory.mktemp("levels-go")
+    games = write_games_dir(go_games(8), root / "games")
+    config = LevelsTrainConfig(game="go", max_steps=8, evaluation_positions_per_instance=8,
+                               **{**SMALL_LEVELS, "groups": 2})  # fmt: skip
+    train(config, games, root / "run", progress=False, tracking_uri=f"sqlite:///{root}/m.db",
+          command="kibitz train sscore-levels go --games G --out O")  # fmt: skip
+    return root / "run", games
+
+
+def test_go_levels_are_ranks_of_one_policy_and_katago_read_over_legal_moves(go_trained):
+    out, _ = go_trained
+    header = yaml.safe_load((out / "model.yaml").read_text(encoding="utf-8"))
+    assert header["game"] == "go" and header["net"]["levels"] == list(GO_LEVELS)
+    assert header["net"]["softmax"] == "legal"
+    sha = model_registry.model_sha256("kibitz-go-policy")
+    kata = model_registry.model_sha256(KATAGO)
+    assert header["net"]["level_sha256"] == {**dict.fromkeys(GO_RANK_LEVELS, sha), KATAGO: kata}
+    net = model_registry.load_net(out / "model.kibitz.pt")
+    assert net.input_names == ("spatial", "global", "legal", "played")
+    assert len(net.nets) == 2  # the 11 rank levels share one net, run once; then KataGo
+    assert net.ranks == [[rank_index(level.split("@")[1]) for level in GO_RANK_LEVELS], []]
+    card = write_card(out).read_text(encoding="utf-8")
+    assert f"`kibitz-go-policy` (sha256 `{sha[:12]}…`; ranks 4k, 2k, 1d," in card
+    assert f"`{KATAGO}` (sha256 `{kata[:12]}…`)" in card and "legal-move mask" in card
+    assert "`kibitz-go-policy` Apache-2.0" in card and "MIT-style" in card
+    assert "| 9d |" in card and "Maia" not in card
+
+
+def test_go_levels_model_scores_as_its_head_on_each_ranks_legal_policy(go_trained):
+    """Three paths agree: the loaded model on (spatial, global, legal, played), the trainer's
+    cached features through the head, and, per level, the one-rank view of the policy net
+    (``at_rank``) or KataGo's policy channel 0, with a legal-move softmax computed here; the
+    ONNX export of the whole model agrees too."""
+    out, games_dir = go_trained
+    net = model_registry.load_net(out / "model.kibitz.pt")
+    games = load_split_games(games_dir, "go", "validation",
+                             split_config=LevelsTrainConfig(game="go").split_config(),
+                             table=read_games(games_dir, "go"))  # fmt: skip
+    pool = build_pool(games, "go", positions_per_instance=3, seed=5)
+    rows = np.arange(min(len(pool), 40))
+    direct = score_rows(net, pool, rows, pool.played[rows])
+    policies = compute_level_policies(net, pool)
+    features = policies.played_features(pool, rows)
+    with torch.inference_mode():
+        cached = net.head(torch.from_numpy(features))[:, 0].numpy()
+    np.testing.assert_allclose(cached, direct, atol=5e-3)  # policies are stored as float16
+    assert np.ptp(direct) > 0.01
+    policy = model_registry.load_net("kibitz-go-policy")
+    spatial, global_ = (torch.from_numpy(a[rows]).float() for a in (pool.planes, pool.global_))
+    legal = legal_mask(pool.legal_offsets, pool.legal_index, rows, 362)
+    for i in (0, 5, 10):  # 4k, 4d, 9d
+        with torch.inference_mode():
+            logits = policy.at_rank(GO_LEVELS[i].split("@")[1])(spatial, global_)
+        logp = torch.log_softmax(logits.masked_fill(~legal, -torch.inf), dim=1)
+        played = logp[torch.arange(len(rows)), torch.from_numpy(pool.played[rows])].numpy()
+        np.testing.assert_allclose(features[:, i], played, atol=5e-3)
+    kata = model_registry.load_net(KATAGO)
+    with torch.inference_mode():
+        logits = kata(spatial, global_)[0][:, 0]  # KataGo's policy channel 0, (B, 362)
+    logp = torch.log_softmax(logits.masked_fill(~legal, -torch.inf), dim=1)
+    played = logp[torch.arange(len(rows)), torch.from_numpy(pool.played[rows])].numpy()
+    np.testing.assert_allclose(features[:, 11], played, atol=5e-3)
+    assert np.abs(features[:, 0] - features[:, 10]).max() > 0.05  # the ranks differ
+    whole = make_evaluator(net, backend="onnx", cache_dir=out / "onnx-cache")
+    inputs = net_inputs(pool, rows, pool.played[rows], legal=True)
+    feed = dict(zip(net.input_names, (t.numpy() for t in inputs), strict=True))
+    np.testing.assert_allclose(whole(feed)["sscore"][:, 0], direct, atol=1e-4)
+
+
+def test_a_level_must_name_a_rank_exactly_for_a_rank_conditioned_net():
+    with pytest.raises(LevelsModelError, match="rank-conditioned; name a rank"):
+        level_nets(LevelsHeadConfig(("kibitz-go-policy", "kibitz-go-policy@3d")))
+    with pytest.raises(LevelsModelError, match="not rank-conditioned; name it without @3d"):
+        level_nets(LevelsHeadConfig(("maia-1100", "maia-1500@3d")))
+    with pytest.raises(LevelsModelError, match="'12k'"):
+        level_nets(LevelsHeadConfig(("kibitz-go-policy@1d", "kibitz-go-policy@12k")))
