@@ -251,8 +251,8 @@ def add_parsers(trainers: argparse._SubParsersAction) -> None:
     _add_options(levels, LEVELS_OPTIONS)
     levels.add_argument(
         "--levels",
-        help="comma-separated registry names, weakest first, NAME@RANK for a rank-conditioned"
-        " Go net (default: chess maia-1100..1900; Go kibitz-go-policy@4k,@2k,@1d..@9d)",
+        help="comma-separated registry names, NAME@RANK for a rank-conditioned Go net (default:"
+        " chess maia-1100..1900; Go kibitz-go-policy@4k,@2k,@1d..@9d then katago-g170-b6c96)",
     )
     levels.add_argument("--no-r-inf", action="store_true", help="without the random-move rank r∞")
     levels.set_defaults(func=cmd_train_sscore_levels)
