@@ -10,16 +10,18 @@ log-likelihood of the move and the entropy of the policy, and a small MLP (``Lev
 those 2 · levels numbers into the s-score. This is Kuboki et al.'s multi-level idea inside the
 s-score.
 
-A level is a registry name (chess: ``maia-1500``) or, for a rank-conditioned Go policy, the
-name and a rank (``kibitz-go-policy@3d``): every Go level of one model comes from one trunk pass
-(``GoRankPolicyNet.rank_logits``), as in extraction.
+A level is a registry name (chess: ``maia-1500``; Go: ``katago-g170-b6c96``, its policy channel
+0) or, for a rank-conditioned Go policy, the name and a rank (``kibitz-go-policy@3d``): every
+Go level of one model comes from one trunk pass (``GoRankPolicyNet.rank_logits``), as in
+extraction. The policies are softmaxes as extraction reads them: chess over the whole policy,
+Go over the legal moves (``LevelsHeadConfig.softmax``).
 
 A ``model.kibitz.pt`` of this format holds only the head and, in its header, the levels' names
-and their files' sha256: the imitation nets (Maia-1, GPL-3.0; Kibitz's Go policy) are loaded
-from the registry and checked against those sha256 at load time, so the file carries none of
-their weights. Loaded, the model takes the game's inputs and the played move (chess: planes,
-played; Go: spatial, global, played) and gives ``sscore`` like ``SScoreNet``, so extraction,
-ONNX Runtime and TensorRT run it as any strength net.
+and their files' sha256: the imitation nets (Maia-1, GPL-3.0; Kibitz's Go policy; KataGo's) are
+loaded from the registry and checked against those sha256 at load time, so the file carries
+none of their weights. Loaded, the model takes the game's inputs and the played move (chess:
+planes, played; Go: spatial, global, legal mask, played) and gives ``sscore`` like
+``SScoreNet``, so extraction, ONNX Runtime and TensorRT run it as any strength net.
 """
 
 from __future__ import annotations

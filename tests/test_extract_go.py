@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+import torch
 
 from pipeline import go_spec, settings
 from pipeline.child_positions import ChildValues
@@ -392,6 +393,23 @@ def test_a_levels_sscore_on_the_rank_levels_runs_only_its_head(fox_games):
     assert len(on_imitation) == GAMES * PLIES
     np.testing.assert_allclose(on_imitation, as_net, atol=1e-4)
     assert on_imitation.std() > 0.1
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_the_go_levels_head_on_gpu_statistics_gives_the_cpu_scores(fox_games):
+    """On a GPU the legal-move log p and entropy are reduced where the rank policy and KataGo
+    ran (FP32, TF32 off); the head's s-scores match the CPU's."""
+    raw = _base_config()
+    raw["imitation_nets"] += [
+        n for n in preset("go").to_dict()["imitation_nets"] if n["model"] == GO_POLICY
+    ]
+    raw["strength_nets"] = [LEVELS]
+    config = config_from_dict(raw)
+    work = encode_go(cut(fox_games, PLIES), config)
+    cpu = GoNetStep(config, device="cpu")
+    gpu = GoNetStep(config, device="cuda")
+    assert list(gpu.levels) == [LEVELS] and LEVELS not in gpu.bank.nets
+    np.testing.assert_allclose(gpu(work).sscore[LEVELS], cpu(work).sscore[LEVELS], atol=1e-3)
 
 
 # -- config ----------------------------------------------------------------------------------
