@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pipeline import chess_spec, go_spec
 from pipeline.legal_softmax import legal_mask, masked_logits
 from pipeline.sscore_batches import PositionPool
 from pipeline.sscore_levels import LevelsSScore
@@ -71,9 +70,9 @@ def compute_level_policies(model: LevelsSScore, pool: PositionPool) -> LevelPoli
         move = pool.legal_index[a:b].astype(np.int64)
         legal = None
         if model.legal:  # the softmax over each position's legal moves (LevelsHeadConfig)
-            size = go_spec.POLICY_SIZE if pool.game == "go" else chess_spec.POLICY_SIZE
             rows = np.arange(start, stop)
-            legal = legal_mask(pool.legal_offsets, pool.legal_index, rows, size).to(device)
+            legal = legal_mask(pool.legal_offsets, pool.legal_index, rows, pool.policy_size)
+            legal = legal.to(device)
         for li, logits in enumerate(model.policies(*inputs)):
             logits = logits.float() if legal is None else masked_logits(logits.float(), legal)
             logp = torch.log_softmax(logits, dim=1).cpu()  # (b, 1858 | 362)

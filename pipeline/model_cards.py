@@ -261,7 +261,9 @@ def _level_models(net: dict[str, Any]) -> dict[str, list[str]]:
 
 def _level_nets(net: dict[str, Any]) -> str:
     """Each net once, with its sha256 and, when rank-conditioned, the ranks read."""
-    sha = {level.partition("@")[0]: digest for level, digest in net["level_sha256"].items()}
+    from pipeline.sscore_levels import split_level
+
+    sha = {split_level(level)[0]: digest for level, digest in net["level_sha256"].items()}
     return ", ".join(
         f"`{model}` (sha256 `{sha[model][:12]}…`"
         + (f"; ranks {', '.join(ranks)})" if ranks else ")")

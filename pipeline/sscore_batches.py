@@ -76,6 +76,11 @@ class PositionPool:
         return int(self.played.shape[0])
 
     @property
+    def policy_size(self) -> int:
+        """Entries of the game's policy: chess 1858, Go 362."""
+        return chess_spec.POLICY_SIZE if self.game == "chess" else go_spec.POLICY_SIZE
+
+    @property
     def num_instances(self) -> int:
         return int(self.instance_group.shape[0])
 
@@ -354,7 +359,7 @@ def net_inputs(
     policy) legal-move mask (1.0 where legal) comes before the move (a Go levels s-score,
     ``pipeline/sscore_levels.py``)."""
     rows = rows.reshape(-1)
-    size = chess_spec.POLICY_SIZE if pool.game == "chess" else go_spec.POLICY_SIZE
+    size = pool.policy_size
     played = torch.zeros(len(rows), size, device=device)  # (B, policy)
     shown = torch.from_numpy(moves.reshape(-1)).to(device)
     played[torch.arange(len(rows), device=device), shown] = 1.0

@@ -213,7 +213,9 @@ class LevelsSScore(nn.Module):
     def __init__(self, levels: LevelNets, head: LevelsHead) -> None:
         super().__init__()
         if len(levels.picks) != len(head.config.levels):
-            raise LevelsModelError(f"{len(levels.picks)} nets for levels {head.config.levels!r}")
+            raise LevelsModelError(
+                f"{len(levels.picks)} policies for levels {head.config.levels!r}"
+            )
         if head.config.softmax != DEFAULT_SOFTMAX[self.game]:
             raise LevelsModelError(
                 f"a {self.game} levels head reads the {DEFAULT_SOFTMAX[self.game]!r} softmax,"
@@ -242,6 +244,7 @@ class LevelsSScore(nn.Module):
         return [out[i][k] for i, k in self.picks]
 
     def played_move(self, batch: int, size: int) -> torch.Tensor:
+        """(batch, size) one-hot of move 0: the example ``played`` input of an export."""
         played = torch.zeros(batch, size)
         played[:, 0] = 1.0
         return played

@@ -77,8 +77,8 @@ def read_levels_model(model: str) -> tuple[LevelsHead, dict[str, str]] | None:
 
 def imitation_identity(model: str, profile: str | None) -> str:
     """An imitation net's ``level_identity``: its weights' sha256, with its rank profile."""
-    sha = model_registry.model_sha256(model)
-    return sha if profile is None else f"{sha}@{profile}"
+    level = model if profile is None else f"{model}@{profile}"
+    return level_identity(level, model_registry.model_sha256(model))
 
 
 def levels_on_imitation(model: str, imitation: Mapping[str, str]) -> LevelsOnImitation | None:
