@@ -17,7 +17,7 @@ those games, not the whole band.
 
 ``--stockfish NODES`` asks the question of every game instead: it searches every position of the
 held-out sets of ``bench/sscore_held_out.py`` (the testing files' evaluation split and the whole
-``candidating/`` split, about 150,000 positions: 8 min on two cores at 1,500 nodes) with Kibitz's
+``candidating/`` split, 144,254 positions: about 10 min on two cores at 1,500 nodes) with Kibitz's
 own evaluator (``pipeline/stockfish_eval.py``, one engine per core) and gives each instance the
 mean of the ``loss`` column ``kibitz extract`` writes, ``v_before − v_after`` in logits of the
 mover's expected score. That is the whole band, at the depth the chess preset searches, and it
@@ -50,7 +50,7 @@ def win_percent(cp: np.ndarray) -> np.ndarray:
     return 50.0 + 50.0 * (2.0 / (1.0 + np.exp(-0.00368208 * cp)) - 1.0)
 
 
-def instance_means(
+def instance_mean_losses(
     games: pa.Table, loss: np.ndarray, keep: np.ndarray, counts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(mean loss per move, rank-group index) of every (game, colour) instance with a kept move.
@@ -156,14 +156,16 @@ def main() -> None:
     if args.stockfish is None:
         for split in ("testing", "candidating"):
             games = read_split("chess", split)
-            losses, groups = instance_means(games, *annotated_losses(games))
+            losses, groups = instance_mean_losses(games, *annotated_losses(games))
             print_table(
                 f"{split}/, {games.num_rows} games, fully evaluated", losses, groups, "win-% loss"
             )
         return
     pooled_losses, pooled_groups = [], []
     for name, games in held_out_sets("chess").items():
-        losses, groups = instance_means(games, *engine_losses(games, args.stockfish, args.engines))
+        losses, groups = instance_mean_losses(
+            games, *engine_losses(games, args.stockfish, args.engines)
+        )
         print_table(f"{name}, Stockfish {args.stockfish} nodes", losses, groups, "loss")
         pooled_losses.append(losses)
         pooled_groups.append(groups)

@@ -1,6 +1,6 @@
 """Would the chess levels s-score rise at the top if it also read an engine's view of the move?
 
-    python bench/sscore_with_engine.py --cache kibitz-out/maia-levels     # 15 min on 2 cores
+    python bench/sscore_with_engine.py --cache kibitz-out/maia-levels     # ~16 min on 2 cores
 
 Every Kibitz chess s-score leaves 2400-2600 level with 2200-2400 on the pooled held-out sets,
 while Stockfish's loss per move, at the chess preset's 1,500 nodes, puts the top band 2.0
@@ -60,10 +60,13 @@ def gaps(scores: np.ndarray, groups: np.ndarray) -> str:
     return " | ".join(f"{g:+.1f}" for g in z)
 
 
-def scored(net, games: pa.Table, positions: int | None, cache: Path | None, name: str, args):
+def scored(
+    net, games: pa.Table, positions: int | None, cache: Path | None, name: str,
+    nodes: int, engines: int,
+):  # fmt: skip
     """(instance mean s, instance mean loss, groups) of ``games``' pool."""
     scores, pool = held_out_scores(net, games, "chess", positions, cache, name)
-    values = game_values(games, args.nodes, args.engines)
+    values = game_values(games, nodes, engines)
     losses = instance_means(pool, row_losses(pool, games, values))
     return scores, losses, pool.instance_group.astype(np.int64)
 
@@ -80,7 +83,9 @@ def main() -> None:
     validation = testing.filter(
         pa.array(assign_splits(testing["game_id"].to_pylist()) == VALIDATION)
     )
-    s, loss, groups = scored(net, validation, 12, args.cache, "validation-12", args)
+    s, loss, groups = scored(
+        net, validation, 12, args.cache, "validation-12", args.nodes, args.engines
+    )
     lam = fit_lambda(s, loss, groups)
     print(f"λ = {lam:.3f} (fitted on {validation.num_rows} validation games, {len(s)} instances)")
 
@@ -88,7 +93,7 @@ def main() -> None:
     print(f"\n| set | score | {header} |\n|---|---|{'---|' * (len(RANK_GROUPS['chess']) - 1)}")
     sets = {"validation (fit)": (s, loss, groups)}
     for i, (name, games) in enumerate(held_out_sets("chess").items()):
-        sets[name] = scored(net, games, None, args.cache, f"held-out-{i}", args)
+        sets[name] = scored(net, games, None, args.cache, f"held-out-{i}", args.nodes, args.engines)
     held = [v for k, v in sets.items() if k != "validation (fit)"]
     sets["held-out, pooled"] = tuple(np.concatenate(parts) for parts in zip(*held, strict=True))
     for name, (s, loss, groups) in sets.items():
