@@ -2,8 +2,8 @@
 
 Pinned to one GPU (``num_gpus=1``) when the cluster has GPUs, so a GPU is never shared between
 stages; on a CPU-only cluster it is a CPU actor with a fixed thread budget
-(``evaluator_cpus``). It wraps the plain step classes of ``pipeline.extract_chess`` /
-``pipeline.extract_go``; Ray restarts it when its process dies (``max_restarts=-1``) and the
+(``evaluator_cpus``). It wraps the plain step classes of ``pipeline.extract.chess`` /
+``pipeline.extract.go``; Ray restarts it when its process dies (``max_restarts=-1``) and the
 driver retries the batch it was working on (``max_task_retries=0``: the driver decides, so a
 batch that keeps failing is quarantined instead of retried forever).
 """
@@ -16,9 +16,9 @@ from typing import Any
 
 import ray
 
-from pipeline.child_positions import ChildPositions, ChildValues
-from pipeline.extract_config import config_from_dict
-from pipeline.extract_steps import net_step
+from pipeline.extract.child_positions import ChildPositions, ChildValues
+from pipeline.extract.config import config_from_dict
+from pipeline.extract.steps import net_step
 
 # Reliability tests: a file path; the first evaluate() that finds the file deletes it and
 # SIGKILLs its own process mid-batch, so a test kills the net actor at an exact point, once.

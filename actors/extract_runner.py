@@ -1,4 +1,4 @@
-"""Where ``kibitz extract`` runs what: the Ray side of ``pipeline/extract.py``.
+"""Where ``kibitz extract`` runs what: the Ray side of ``pipeline/jobs/extract.py``.
 
 Per part of a games file (a chunk, or one game on the retry path) the runner chains::
 
@@ -34,9 +34,9 @@ import ray
 
 from actors.evaluator_actor import start_evaluators
 from actors.extract_tasks import assemble_task, children_task, encode_task
-from pipeline.extract_config import ExtractConfig
-from pipeline.extract_steps import Part, game_ranges_for, needs_children
-from pipeline.stockfish_eval import StockfishSettings
+from pipeline.extract.config import ExtractConfig
+from pipeline.extract.steps import Part, game_ranges_for, needs_children
+from pipeline.nets.stockfish import StockfishSettings
 
 log = logging.getLogger(__name__)
 

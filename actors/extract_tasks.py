@@ -12,9 +12,9 @@ from typing import Any
 
 import ray
 
-from pipeline.child_positions import ChildPositions, ChildValues
-from pipeline.extract_config import config_from_dict
-from pipeline.extract_steps import (
+from pipeline.extract.child_positions import ChildPositions, ChildValues
+from pipeline.extract.config import config_from_dict
+from pipeline.extract.steps import (
     Part,
     PartResult,
     assemble,
@@ -35,7 +35,7 @@ def encode_task(config: dict[str, Any], games_root: str, part: Part) -> tuple[An
 
 @ray.remote(num_cpus=0, max_retries=0)
 def children_task(config: dict[str, Any], work: Any, states: Any, nets: Any) -> ChildPositions:
-    """The positions after moves of one chunk (``pipeline/child_positions.py``)."""
+    """The positions after moves of one chunk (``pipeline/extract/child_positions.py``)."""
     return encode_children(config_from_dict(config), work, nets, states)
 
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import ray
 
-from pipeline.ingest import WorkItem, process_chunk
-from pipeline.selection import SelectionRules
+from pipeline.ingest.selection import SelectionRules
+from pipeline.ingest.work import WorkItem, process_chunk
 
 logger = logging.getLogger(__name__)
 

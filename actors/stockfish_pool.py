@@ -3,7 +3,7 @@
 Stockfish searches are single-threaded by design (determinism), so throughput scales by
 running one engine per core: the driver cuts each chunk's games into contiguous ranges and
 hands them to the least busy engines. A dead engine process is restarted inside its actor
-(``pipeline.stockfish_eval``); a dead actor is restarted by Ray and the driver retries.
+(``pipeline.nets.stockfish``); a dead actor is restarted by Ray and the driver retries.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 import ray
 
-from pipeline.extract_chess import ChessValueStep
-from pipeline.stockfish_eval import StockfishSettings
+from pipeline.extract.chess import ChessValueStep
+from pipeline.nets.stockfish import StockfishSettings
 
 
 @ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=0)

@@ -11,7 +11,7 @@
    moves, Go 9,900 games ≈ 2M moves), because the whole split has not been extracted on this
    machine; the SQL's cost depends on rows and columns, not on the values.
 2. Sample building (mean features of n = 20 instances, 500 draws per rank group): the
-   vectorised :func:`pipeline.meta_samples.rank_group_samples` against a per-sample Python loop.
+   vectorised :func:`pipeline.meta.samples.rank_group_samples` against a per-sample Python loop.
 
 Medians over ``--repeats``; the machine is shared, so read the ratios.
 """
@@ -34,8 +34,8 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from synthetic_features import synthetic_features, write_features  # noqa: E402
 
-from pipeline.aggregate import AggregateConfig, feature_columns, open_features, read_sql  # noqa: E402
-from pipeline.meta_samples import rank_group_samples  # noqa: E402
+from pipeline.meta.aggregate import AggregateConfig, feature_columns, open_features, read_sql  # noqa: E402
+from pipeline.meta.samples import rank_group_samples  # noqa: E402
 
 SIZES = {  # games per rank group, rank groups, plies per game: the testing splits' shape
     "chess": (1200, 8, (40, 120)),

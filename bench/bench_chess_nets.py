@@ -26,13 +26,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from pipeline import settings
-from pipeline.check_chess import read_games
-from pipeline.chess_policy import policy_over_legal
-from pipeline.chess_spec import POLICY_INDEX_OF
-from pipeline.encode_chess import encode_games
-from pipeline.evaluator import make_evaluator
-from pipeline.model_registry import load_net
+from pipeline.chess_game.encode import encode_games
+from pipeline.chess_game.policy import policy_over_legal
+from pipeline.chess_game.spec import POLICY_INDEX_OF
+from pipeline.core import settings
+from pipeline.nets.check_chess import read_games
+from pipeline.nets.evaluator import make_evaluator
+from pipeline.nets.registry import load_net
 
 MAIA_NETS = [f"maia-{level}" for level in range(1100, 2000, 100)]
 GAMES_FILE = ("chess", "lichess-2024-02-blitz", "testing", "1400-1600.pgn.zst")

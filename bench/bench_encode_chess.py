@@ -1,4 +1,4 @@
-"""Chess encoder throughput: positions/s per core of ``pipeline.encode_chess.encode_games``
+"""Chess encoder throughput: positions/s per core of ``pipeline.chess_game.encode.encode_games``
 (112 planes with full 8-position history + legal moves as lc0 indices + played move), against a
 baseline measured in the same run: a python-chess ``Board`` per position building the same planes
 and legal-move indices one position at a time (how existing Maia tooling feeds lc0 nets).
@@ -24,10 +24,10 @@ import chess
 import numpy as np
 import pyarrow as pa
 
-from pipeline import settings
-from pipeline.check_chess import read_games
-from pipeline.chess_spec import NUM_PLANES, POLICY_INDEX_OF
-from pipeline.encode_chess import encode_games
+from pipeline.chess_game.encode import encode_games
+from pipeline.chess_game.spec import NUM_PLANES, POLICY_INDEX_OF
+from pipeline.core import settings
+from pipeline.nets.check_chess import read_games
 
 BANDS = ("1000-1200", "1600-1800", "2200-2400")
 _PIECES = (chess.PAWN, chess.KNIGHT, chess.BISHOP, chess.ROOK, chess.QUEEN, chess.KING)

@@ -1,4 +1,4 @@
-"""Go featurizer throughput: positions/s per core of ``pipeline.encode_go.encode_games`` (KataGo
+"""Go featurizer throughput: positions/s per core of ``pipeline.go_game.encode.encode_games`` (KataGo
 v7 inputs with ladder search, legal mask, played move) on real Fox games, against a baseline
 measured in the same run: a straightforward pure-Python board (flood-fill chains, board copies in
 a recursive ladder reader) filling the same planes one position at a time.
@@ -19,10 +19,11 @@ import time
 
 import numpy as np
 
-from pipeline import go_spec, settings
-from pipeline.encode_go import encode_games
-from pipeline.go_rules import GoGameSpec, games_from_table
-from pipeline.ingest_sgf import read_paths
+from pipeline.core import settings
+from pipeline.go_game import spec as go_spec
+from pipeline.go_game.encode import encode_games
+from pipeline.go_game.rules import GoGameSpec, games_from_table
+from pipeline.ingest.sgf import read_paths
 
 BANDS = ("3-5k", "1-2k", "1d", "2d", "3d", "4d", "5d", "6d", "7d", "8d", "9d")
 NEIGHBOURS = ((0, -1), (-1, 0), (1, 0), (0, 1))

@@ -25,18 +25,19 @@ import torch
 from bench_stockfish import stockfish_scaling
 
 from actors.extract_runner import plan_actors
-from pipeline import settings
-from pipeline.cli_ingest import DEFAULT_GAMES_PER_CHUNK, DEFAULT_PRESETS
-from pipeline.encode_chess import encode_games as encode_chess_games
-from pipeline.encode_go import encode_games as encode_go_games
-from pipeline.evaluator import make_evaluator
-from pipeline.extract import plan_chunks, run_extract
-from pipeline.extract_config import load_config, preset
-from pipeline.extract_steps import read_games_rows
-from pipeline.go_rules import GoGameSpec
-from pipeline.ingest import IngestConfig, format_summary, resolve_sources, run_ingest
-from pipeline.model_registry import load_net
-from pipeline.selection import load_preset
+from pipeline.chess_game.encode import encode_games as encode_chess_games
+from pipeline.cli.ingest import DEFAULT_GAMES_PER_CHUNK, DEFAULT_PRESETS
+from pipeline.core import settings
+from pipeline.extract.config import load_config, preset
+from pipeline.extract.steps import read_games_rows
+from pipeline.go_game.encode import encode_games as encode_go_games
+from pipeline.go_game.rules import GoGameSpec
+from pipeline.ingest.selection import load_preset
+from pipeline.ingest.work import IngestConfig, format_summary, resolve_sources
+from pipeline.jobs.extract import plan_chunks, run_extract
+from pipeline.jobs.ingest import run_ingest
+from pipeline.nets.evaluator import make_evaluator
+from pipeline.nets.registry import load_net
 
 SPLITS = {
     "chess": settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "candidating",

@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pipeline import settings
-from pipeline.evaluator import make_evaluator
-from pipeline.katago_net import load_katago_net
+from pipeline.core import settings
+from pipeline.nets.evaluator import make_evaluator
+from pipeline.nets.katago_net import load_katago_net
 
 MODEL = "katago/g170-b6c96-s175395328-d26788732.bin.gz"
 INPUTS = "katago-g170-inputs.npz"

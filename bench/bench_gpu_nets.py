@@ -10,11 +10,11 @@ Everything is measured in one run, medians over ``--repeats``:
 2. The GPU's FP16 matmul peak, as the ceiling the nets are compared with.
 3. Net only, inputs already on the GPU: one Maia net, all nine Maia nets and KataGo over a
    batch sweep, eager PyTorch and replayed CUDA graphs (positions/s and achieved TFLOP/s).
-4. The Kibitz path as the net actor runs it on real games: :class:`pipeline.net_bank.NetBank`
+4. The Kibitz path as the net actor runs it on real games: :class:`pipeline.nets.net_bank.NetBank`
    with the nine Maia nets in FP16, step by step from how it ran before (float planes copied
    once per net, whole policies copied back, the softmax over legal moves on the CPU) to how it
    runs now (bits copied once and unpacked on the GPU, each policy reduced there to the played
-   move's prior, the top-1 flag and the likely moves, ``pipeline.policy_stats``), plus the
+   move's prior, the top-1 flag and the likely moves, ``pipeline.nets.policy_stats``), plus the
    PCIe transfer rates that explain the difference.
 5. The baseline of the extraction issue, measured in the same run: one game at a time, one
    position per net call (as existing research tooling runs Maia), FP32 on the same GPU; and
@@ -45,19 +45,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from lc0_reference import lc0_reference
 
-from pipeline import settings
-from pipeline.check_chess import read_games
-from pipeline.chess_policy import legal_move_entries, policy_over_legal
-from pipeline.encode_chess import encode_games
-from pipeline.extract_config import load_config
-from pipeline.extract_go import GoNetStep, encode_go
-from pipeline.go_outputs import policy_probabilities
-from pipeline.ingest_sgf import plan_chunks, read_chunk
-from pipeline.katago_net import load_katago_net
-from pipeline.model_registry import load_net
-from pipeline.net_bank import Gather, NetBank, NetJob, OneHot
-from pipeline.packed_planes import pack_planes
-from pipeline.policy_stats import PolicyStats
+from pipeline.chess_game.encode import encode_games
+from pipeline.chess_game.policy import legal_move_entries, policy_over_legal
+from pipeline.core import settings
+from pipeline.extract.config import load_config
+from pipeline.extract.go import GoNetStep, encode_go
+from pipeline.ingest.sgf import plan_chunks, read_chunk
+from pipeline.nets.check_chess import read_games
+from pipeline.nets.katago_net import load_katago_net
+from pipeline.nets.katago_outputs import policy_probabilities
+from pipeline.nets.net_bank import Gather, NetBank, NetJob, OneHot
+from pipeline.nets.packed_planes import pack_planes
+from pipeline.nets.policy_stats import PolicyStats
+from pipeline.nets.registry import load_net
 
 KATAGO_MODEL = "katago/g170-b6c96-s175395328-d26788732.bin.gz"
 KATAGO_INPUTS = "katago-g170-inputs.npz"

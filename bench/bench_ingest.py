@@ -13,7 +13,7 @@ Lichess testing split (``$KIBITZ_DATA_DIR/chess/lichess-2024-02-blitz/testing``)
    tags, clocks and evals through the game tree), timed on ``--baseline-games`` games and
    extrapolated per game;
 
-and the Go reader (``pipeline.ingest_sgf``, single process) on the Fox selected testing split
+and the Go reader (``pipeline.ingest.sgf``, single process) on the Fox selected testing split
 and the raw archives. "per core" = games / CPU seconds of the process (``time.process_time``),
 which is robust to other processes sharing the machine; wall-clock rates are printed too.
 Figures are medians over ``--repeats`` runs.
@@ -35,9 +35,9 @@ from pathlib import Path
 import chess.pgn
 import zstandard
 
-from pipeline import settings
-from pipeline.compressed_streams import iter_blocks
-from pipeline.ingest_pgn import expand_sources, read_chunk, stream_chunks
+from pipeline.core import settings
+from pipeline.ingest.compressed_streams import iter_blocks
+from pipeline.ingest.pgn import expand_sources, read_chunk, stream_chunks
 
 
 def _timed(fn: Callable[[], int], repeats: int) -> tuple[int, float, float]:

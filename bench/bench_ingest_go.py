@@ -4,7 +4,7 @@ Run ``python bench/bench_ingest_go.py [--repeats 3]``. Inputs are the real Fox f
 ``$KIBITZ_DATA_DIR/go``: the selected testing split (9,900 games, SGF collections) and the two
 raw archives (27,750 members of solid 7z). For each input it times, in one process (one core):
 
-- Kibitz: ``pipeline.ingest_sgf.read_paths`` (planning, 7z decompression, numba scan, headers,
+- Kibitz: ``pipeline.ingest.sgf.read_paths`` (planning, 7z decompression, numba scan, headers,
   Arrow games table with normalised ranks);
 - baseline: sgfmill (a widely used pure-Python SGF library) parsing each game and walking its
   main sequence into the same ``"B:pd"`` move strings, on bytes already in memory (archives are
@@ -24,9 +24,9 @@ from pathlib import Path
 
 from sgfmill import sgf as sgfmill_sgf
 
-from pipeline import settings
-from pipeline.archive_7z import iter_members
-from pipeline.ingest_sgf import read_paths
+from pipeline.core import settings
+from pipeline.ingest.archive_7z import iter_members
+from pipeline.ingest.sgf import read_paths
 
 GO = settings.data_dir() / "go"
 

@@ -9,7 +9,7 @@ On the first games of every band of the Lichess candidating split, times the net
 
 - ``imitation``: the preset's nine Maia-1 nets, no strength net;
 - ``head``: the same plus ``kibitz-sscore-chess-levels``, whose levels are those nets, so only
-  its head runs, on their statistics (``pipeline/sscore_levels_extract.py``);
+  its head runs, on their statistics (``pipeline/extract/levels_head.py``);
 - ``strength net``: Maia-1100 alone plus ``kibitz-sscore-chess-levels``, whose levels are then
   not all extracted, so it runs its nine nets itself as any strength net; its job's own
   seconds (the bank's per-job timer) added to ``imitation`` are what the preset would cost with
@@ -28,12 +28,12 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from pipeline import settings
-from pipeline.extract_chess import ChessNetStep, ChessWork, encode_chess
-from pipeline.extract_config import config_from_dict
-from pipeline.ingest_pgn import plan_chunks, read_chunk
-from pipeline.sscore_batches import CHESS_RANK_GROUPS
-from pipeline.sscore_levels import MAIA_LEVELS
+from pipeline.core import settings
+from pipeline.extract.chess import ChessNetStep, ChessWork, encode_chess
+from pipeline.extract.config import config_from_dict
+from pipeline.ingest.pgn import plan_chunks, read_chunk
+from pipeline.nets.sscore_levels import MAIA_LEVELS
+from pipeline.train.sscore_batches import CHESS_RANK_GROUPS
 
 MODEL = "kibitz-sscore-chess-levels"
 

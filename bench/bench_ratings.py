@@ -5,7 +5,7 @@
 2. The whole default Elo tuning grid (12 configurations: replays + logistic fits + scores) on a
    synthetic history, extrapolated linearly to a 90-million-game Lichess month.
 3. TrueSkill Through Time on the raw Fox archives (``data/go/fox-raw``: 27,750 games read by
-   ``pipeline.ingest_sgf``) and on a synthetic 3.5-million-game history: wall time, sweeps and
+   ``pipeline.ingest.sgf``) and on a synthetic 3.5-million-game history: wall time, sweeps and
    peak memory (tracemalloc: numpy allocations), plus the ``trueskillthroughtime`` package on a
    subset of the Fox games with the same number of sweeps, as the baseline.
 
@@ -24,11 +24,12 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
-from pipeline import ingest_sgf, settings
-from pipeline.ratings_data import RatedGames, from_table
-from pipeline.ratings_elo import EloConfig, replay_arrays
-from pipeline.ratings_ttt import TTTConfig, smooth_arrays, smooth_ttt
-from pipeline.ratings_tune import split_games, tune
+from pipeline.core import settings
+from pipeline.ingest import sgf as ingest_sgf
+from pipeline.ratings.data import RatedGames, from_table
+from pipeline.ratings.elo import EloConfig, replay_arrays
+from pipeline.ratings.ttt import TTTConfig, smooth_arrays, smooth_ttt
+from pipeline.ratings.tune import split_games, tune
 
 LICHESS_MONTH_GAMES = 90_000_000
 

@@ -23,9 +23,9 @@ import time
 
 import chess
 
-from pipeline import settings
-from pipeline.check_chess import read_games
-from pipeline.stockfish_eval import StockfishEvaluator, StockfishSettings
+from pipeline.core import settings
+from pipeline.nets.check_chess import read_games
+from pipeline.nets.stockfish import StockfishEvaluator, StockfishSettings
 
 # bench_chess_nets.GAMES_FILE, not imported from there: that module loads torch, and every
 # spawned engine process imports this one

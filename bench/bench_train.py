@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from train_real_games import chess_games, go_games
 
-from pipeline.go_rank_policy import GO_POLICY_RANKS, GoRankPolicyConfig, GoRankPolicyNet
-from pipeline.sscore_batches import build_pool, net_inputs, sample_batch
-from pipeline.sscore_net import SScoreNet, SScoreNetConfig
+from pipeline.nets.go_rank_policy import GO_POLICY_RANKS, GoRankPolicyConfig, GoRankPolicyNet
+from pipeline.nets.sscore_net import SScoreNet, SScoreNetConfig
+from pipeline.train.sscore_batches import build_pool, net_inputs, sample_batch
 
 
 def _sync(device: str) -> None:

@@ -18,7 +18,7 @@ those games, not the whole band.
 ``--stockfish NODES`` asks the question of every game instead: it searches every position of the
 held-out sets of ``bench/sscore_held_out.py`` (the testing files' evaluation split and the whole
 ``candidating/`` split, 144,254 positions: about 10 min on two cores at 1,500 nodes) with Kibitz's
-own evaluator (``pipeline/stockfish_eval.py``, one engine per core) and gives each instance the
+own evaluator (``pipeline/nets/stockfish.py``, one engine per core) and gives each instance the
 mean of the ``loss`` column ``kibitz extract`` writes, ``v_before − v_after`` in logits of the
 mover's expected score. That is the whole band, at the depth the chess preset searches, and it
 says how far apart the top bands' moves are in a set of this size for an engine: the ceiling of
@@ -36,9 +36,9 @@ import numpy as np
 import pyarrow as pa
 from sscore_held_out import held_out_sets, read_split
 
-from pipeline.sscore_batches import RANK_GROUPS
-from pipeline.sscore_eval import adjacent_gap_z, group_means, group_sems
-from pipeline.stockfish_eval import StockfishEvaluator, StockfishSettings, win_rate_to_v
+from pipeline.nets.stockfish import StockfishEvaluator, StockfishSettings, win_rate_to_v
+from pipeline.train.sscore_batches import RANK_GROUPS
+from pipeline.train.sscore_eval import adjacent_gap_z, group_means, group_sems
 
 START_CP = 20  # the initial position, White's view
 MATE_CLIP_CP = 1000

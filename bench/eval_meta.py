@@ -43,10 +43,10 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from pipeline.aggregate import load_mart
-from pipeline.data_split import EVALUATION, TRAIN, VALIDATION, SplitConfig, assign_splits
-from pipeline.meta_model import instance_data
-from pipeline.training_games import read_games
+from pipeline.core.data_split import EVALUATION, TRAIN, VALIDATION, SplitConfig, assign_splits
+from pipeline.meta.aggregate import load_mart
+from pipeline.meta.model import instance_data
+from pipeline.train.games import read_games
 
 
 def balanced_subset(

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.aggregate import load_mart
-from pipeline.data_split import EVALUATION, SPLITS, TRAIN, VALIDATION
-from pipeline.meta_model import MetaConfig, instance_data, keep_sscore_nets, train_and_evaluate
+from pipeline.core.data_split import EVALUATION, SPLITS, TRAIN, VALIDATION
+from pipeline.meta.aggregate import load_mart
+from pipeline.meta.model import MetaConfig, instance_data, keep_sscore_nets, train_and_evaluate
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ matrix "conditioned on group a, games of group b", per held-out set and pooled.
     python bench/go_policy_held_out.py --model kibitz-out/go-policy/model.kibitz.pt
 
 Two held-out sets, then both pooled (the same sets as ``bench/sscore_held_out.py``):
-- the evaluation split (``pipeline/data_split.py``) of the Fox ``testing/`` files;
+- the evaluation split (``pipeline/core/data_split.py``) of the Fox ``testing/`` files;
 - the whole ``candidating/`` split, which no Kibitz net trains on.
 
 Issue #8 asks the matrix's diagonal to be best: for the games of each group, the net predicts
@@ -21,9 +21,9 @@ import argparse
 
 from sscore_held_out import held_out_sets
 
-from pipeline import model_registry
-from pipeline.sscore_batches import build_pool
-from pipeline.train_go_policy import PositionScores, score_positions, summarise
+from pipeline.nets import registry as model_registry
+from pipeline.train.go_policy import PositionScores, score_positions, summarise
+from pipeline.train.sscore_batches import build_pool
 
 
 def main() -> None:

@@ -4,7 +4,7 @@
 
 For every move of the two held-out sets of ``bench/sscore_held_out.py`` (the testing files'
 evaluation split and ``candidating/``), the log-likelihood of the played move under each of the
-9 Maia-1 nets (``pipeline/level_policies.py``); per player instance the mean; per band the mean
+9 Maia-1 nets (``pipeline/train/level_policies.py``); per player instance the mean; per band the mean
 and its standard error; printed as each band's gap to the band below in standard errors, per
 level and for the 1900 − 1800 contrast. This is the evidence behind ``kibitz train
 sscore-levels`` (docs/train.md): every level finds 2400-2600's moves *less* likely than
@@ -24,10 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pipeline.level_policies import cached_level_policies
-from pipeline.sscore_batches import build_pool
-from pipeline.sscore_eval import adjacent_gap_z, group_means, group_sems, instance_means
-from pipeline.sscore_levels import (
+from pipeline.nets.sscore_levels import (
     MAIA_LEVELS,
     LevelsHead,
     LevelsHeadConfig,
@@ -35,8 +32,11 @@ from pipeline.sscore_levels import (
     level_sha256,
     levels_sscore,
 )
-from pipeline.train_sscore_levels import LevelsTrainConfig
-from pipeline.training_games import load_split_games, read_games
+from pipeline.train.games import load_split_games, read_games
+from pipeline.train.level_policies import cached_level_policies
+from pipeline.train.sscore_batches import build_pool
+from pipeline.train.sscore_eval import adjacent_gap_z, group_means, group_sems, instance_means
+from pipeline.train.sscore_levels import LevelsTrainConfig
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sscore_held_out import held_out_sets

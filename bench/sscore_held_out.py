@@ -6,7 +6,7 @@
     python bench/sscore_held_out.py chess --model kibitz-sscore-chess-levels --cache kibitz-out/maia-levels
 
 Two held-out sets, then both pooled:
-- the evaluation split (``pipeline/data_split.py``) of the ``testing/`` files the net trained on;
+- the evaluation split (``pipeline/core/data_split.py``) of the ``testing/`` files the net trained on;
 - the whole ``candidating/`` split, which no Kibitz net trains on.
 
 Issue #8 asks the mean s-score to rise with rank group on held-out games. Each line gives the
@@ -36,11 +36,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline import ingest_pgn, ingest_sgf, model_registry, settings
-from pipeline.data_split import EVALUATION, TRAIN, assign_splits
-from pipeline.level_policies import cached_level_policies
-from pipeline.sscore_batches import RANK_GROUPS, PositionPool, build_pool, random_other_legal
-from pipeline.sscore_eval import (
+from pipeline.core import settings
+from pipeline.core.data_split import EVALUATION, TRAIN, assign_splits
+from pipeline.ingest import pgn as ingest_pgn
+from pipeline.ingest import sgf as ingest_sgf
+from pipeline.nets import registry as model_registry
+from pipeline.nets.sscore_levels import LevelsSScore, level_sha256
+from pipeline.train.level_policies import cached_level_policies
+from pipeline.train.sscore_batches import RANK_GROUPS, PositionPool, build_pool, random_other_legal
+from pipeline.train.sscore_eval import (
     adjacent_gap_z,
     group_means,
     group_sems,
@@ -48,8 +52,7 @@ from pipeline.sscore_eval import (
     instance_scores,
     score_rows,
 )
-from pipeline.sscore_levels import LevelsSScore, level_sha256
-from pipeline.train_sscore_levels import ScoredPool
+from pipeline.train.sscore_levels import ScoredPool
 
 SPLITS = {
     "chess": ("chess/lichess-2024-02-blitz", ".pgn.zst", ingest_pgn),
@@ -84,7 +87,7 @@ def held_out_scores(
     net, games: pa.Table, game: str, positions: int | None, cache: Path | None, name: str
 ):
     """(instance scores, the pool they were scored on) of ``games``. A levels s-score scores
-    through its levels' policies, kept in ``cache`` (``pipeline/level_policies.py``)."""
+    through its levels' policies, kept in ``cache`` (``pipeline/train/level_policies.py``)."""
     pool = build_pool(games, game, positions_per_instance=positions, seed=3)
     if isinstance(net, LevelsSScore):
         levels = level_sha256(net.head.config.levels)

@@ -7,7 +7,7 @@ a frozen Maia-1 net, trained with the Bradley-Terry loss, scored on held-out gam
 ``kibitz-sscore-chess`` (4 × 32, trained from scratch) ranks 2400-2600 below 2200-2400 on both
 held-out sets (docs/train.md). This experiment keeps Kibitz's score head (``ScoreHead``: move
 planes + trunk features + the policy's log-likelihood and entropy of the move) and the s-score
-batches and loss (``pipeline/sscore_batches.py``, ``pipeline/train_sscore.py``), but takes the
+batches and loss (``pipeline/train/sscore_batches.py``, ``pipeline/train/sscore.py``), but takes the
 trunk features and the policy from a Maia-1 net (6 × 64 SE, trained by CSSLab on millions of
 Lichess games) and keeps them frozen. Because the trunk does not train, its features and log
 policy are computed once per position (float16 in memory) and only the head trains, which is
@@ -35,19 +35,20 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from pipeline import chess_spec, model_registry
-from pipeline.sscore_batches import PositionPool, build_pool, eligible_instances, sample_batch
-from pipeline.sscore_eval import (
+from pipeline.chess_game import spec as chess_spec
+from pipeline.nets import registry as model_registry
+from pipeline.nets.sscore_net import ScoreHead
+from pipeline.train.games import load_split_games, read_games
+from pipeline.train.loop import lr_at
+from pipeline.train.sscore import SScoreTrainConfig, bradley_terry_loss
+from pipeline.train.sscore_batches import PositionPool, build_pool, eligible_instances, sample_batch
+from pipeline.train.sscore_eval import (
     adjacent_gap_z,
     group_means,
     group_sems,
     instance_means,
     rank_prediction_accuracy,
 )
-from pipeline.sscore_net import ScoreHead
-from pipeline.train_loop import lr_at
-from pipeline.train_sscore import SScoreTrainConfig, bradley_terry_loss
-from pipeline.training_games import load_split_games, read_games
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sscore_held_out import held_out_sets, report

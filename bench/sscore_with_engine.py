@@ -27,10 +27,10 @@ import pyarrow.compute as pc
 from chess_eval_loss_by_band import game_values
 from sscore_held_out import held_out_scores, held_out_sets, read_split
 
-from pipeline import model_registry
-from pipeline.data_split import VALIDATION, assign_splits
-from pipeline.sscore_batches import RANK_GROUPS, PositionPool
-from pipeline.sscore_eval import adjacent_gap_z, group_means, group_sems, instance_means
+from pipeline.core.data_split import VALIDATION, assign_splits
+from pipeline.nets import registry as model_registry
+from pipeline.train.sscore_batches import RANK_GROUPS, PositionPool
+from pipeline.train.sscore_eval import adjacent_gap_z, group_means, group_sems, instance_means
 
 MODEL = "kibitz-sscore-chess-levels"
 

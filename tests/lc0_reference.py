@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipeline import settings
+from pipeline.core import settings
 
 
 @dataclass(frozen=True)

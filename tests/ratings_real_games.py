@@ -1,8 +1,8 @@
 """Real games tables for the rating tests, built once per test session.
 
 The tables are written exactly as ingestion writes them: the real readers
-(``pipeline.ingest_pgn`` / ``pipeline.ingest_sgf``) read the shared files and
-``pipeline.chunk_store.ChunkStore`` commits the chunks in the hive layout.
+(``pipeline.ingest.pgn`` / ``pipeline.ingest.sgf``) read the shared files and
+``pipeline.core.chunk_store.ChunkStore`` commits the chunks in the hive layout.
 
 - ``fox_by_player``: the 10,332 Fox games of ``data/go/fox-selected/by-player`` (players with
   ≥ 20 games each, so ratings really move; 6 draws);
@@ -17,9 +17,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline import ingest_pgn, ingest_sgf, settings
-from pipeline.chunk_store import ChunkStore
-from pipeline.games_schema import PARTITION_COLUMNS
+from pipeline.core import settings
+from pipeline.core.chunk_store import ChunkStore
+from pipeline.core.games_schema import PARTITION_COLUMNS
+from pipeline.ingest import pgn as ingest_pgn
+from pipeline.ingest import sgf as ingest_sgf
 
 SETS = {
     "fox_by_player": (ingest_sgf, "go/fox-selected/by-player"),

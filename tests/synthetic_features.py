@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.features_schema import PARTITION_COLUMNS, features_schema
+from pipeline.core.features_schema import PARTITION_COLUMNS, features_schema
 
 NETS = ("maia-1100", "maia-1500", "maia-1900")
 

@@ -14,17 +14,17 @@ import json
 import numpy as np
 import pytest
 
-from pipeline import settings
-from pipeline.check_chess import check_net
-from pipeline.chess_policy import (
+from pipeline.chess_game.encode import encode_games, legal_uci
+from pipeline.chess_game.policy import (
     PolicyShapeError,
     index_to_uci,
     moves_uci,
     policy_over_legal,
     softmax_over_legal,
 )
-from pipeline.chess_spec import POLICY_INDEX_OF
-from pipeline.encode_chess import encode_games, legal_uci
+from pipeline.chess_game.spec import POLICY_INDEX_OF
+from pipeline.core import settings
+from pipeline.nets.check_chess import check_net
 
 REFERENCE = settings.reference_dir()
 TESTING = settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "testing"
@@ -59,7 +59,7 @@ def positions(records):
 
 def _subset(pos, rows: np.ndarray):
     """Rows of ``pos`` as their own ChessPositions (planes and CSR sliced consistently)."""
-    from pipeline.encode_chess import ChessPositions
+    from pipeline.chess_game.encode import ChessPositions
 
     starts, ends = pos.legal_offsets[rows], pos.legal_offsets[rows + 1]
     take = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends, strict=True)])
@@ -134,8 +134,8 @@ def test_top1_moves_and_index_decoding() -> None:
 
 @pytest.mark.parametrize("net_name", NETS)
 def test_torch_net_on_kibitz_planes_matches_lc0(net_name, records, positions) -> None:
-    from pipeline.evaluator import make_evaluator
-    from pipeline.model_registry import load_net
+    from pipeline.nets.evaluator import make_evaluator
+    from pipeline.nets.registry import load_net
 
     pos, rows = positions
     mine = [i for i, r in enumerate(records) if r["net"] == net_name]

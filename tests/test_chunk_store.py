@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.chunk_store import ChunkStore, ChunkStoreError
+from pipeline.core.chunk_store import ChunkStore, ChunkStoreError
 
 PARTITIONS = ("game", "source", "month")
 

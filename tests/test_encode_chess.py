@@ -16,9 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipeline import settings
-from pipeline.check_chess import read_games
-from pipeline.chess_spec import (
+from pipeline.chess_game.encode import encode_games, legal_uci, played_uci
+from pipeline.chess_game.spec import (
     AUX_BASE,
     PLANE_BLACK_TO_MOVE,
     PLANE_ONES,
@@ -33,7 +32,8 @@ from pipeline.chess_spec import (
     POLICY_SIZE,
     REPETITION_PLANE,
 )
-from pipeline.encode_chess import encode_games, legal_uci, played_uci
+from pipeline.core import settings
+from pipeline.nets.check_chess import read_games
 
 REFERENCE = settings.reference_dir()
 TESTING = settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "testing"

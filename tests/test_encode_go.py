@@ -10,9 +10,10 @@ import json
 import numpy as np
 import pytest
 
-from pipeline import go_spec, settings
-from pipeline.encode_go import encode_games
-from pipeline.go_rules import GoGameSpec
+from pipeline.core import settings
+from pipeline.go_game import spec as go_spec
+from pipeline.go_game.encode import encode_games
+from pipeline.go_game.rules import GoGameSpec
 
 REFERENCES = [
     ("katago-g170.jsonl", "katago-g170-inputs.npz"),

@@ -9,12 +9,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from pipeline import settings
-from pipeline.aggregate import run_aggregate
-from pipeline.cli import main
-from pipeline.estimate import extract_in_process, write_features
-from pipeline.extract_config import config_from_dict
-from pipeline.ingest_pgn import plan_chunks, read_chunk
+from pipeline.cli.main import main
+from pipeline.core import settings
+from pipeline.extract.config import config_from_dict
+from pipeline.ingest.pgn import plan_chunks, read_chunk
+from pipeline.jobs.estimate import extract_in_process, write_features
+from pipeline.meta.aggregate import run_aggregate
 
 SPLIT = settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "candidating"
 BANDS = ("1000-1200", "2000-2200")

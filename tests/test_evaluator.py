@@ -15,16 +15,16 @@ import pytest
 import torch
 from lc0_reference import lc0_reference
 
-from pipeline import settings
-from pipeline.evaluator import (
+from pipeline.core import settings
+from pipeline.nets.evaluator import (
     BackendUnavailableError,
     EvaluatorInputError,
     OnnxEvaluator,
     TorchEvaluator,
     make_evaluator,
 )
-from pipeline.lc0_net import load_lc0_net
-from pipeline.onnx_export import cached_onnx, net_fingerprint
+from pipeline.nets.lc0_net import load_lc0_net
+from pipeline.nets.onnx_export import cached_onnx, net_fingerprint
 
 
 def maia(level: int):
@@ -111,7 +111,7 @@ def test_tensorrt_without_gpu_or_package_is_a_clear_error() -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_tensorrt_fp16_matches_torch(real_planes: np.ndarray, cache_dir: Path) -> None:
     pytest.importorskip("tensorrt")
-    from pipeline.tensorrt_engine import TensorRTEvaluator
+    from pipeline.nets.tensorrt_engine import TensorRTEvaluator
 
     net = maia(1500)
     expected = make_evaluator(net, backend="torch")({"planes": real_planes})

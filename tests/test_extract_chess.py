@@ -15,12 +15,7 @@ import torch
 from scipy.stats import spearmanr
 
 from actors.extract_runner import ActorPlan, plan_actors
-from pipeline import settings
-from pipeline.chess_policy import policy_over_legal
-from pipeline.chess_spec import unpack_move
-from pipeline.child_positions import ChildPositions
-from pipeline.chunk_store import ChunkStore
-from pipeline.encode_chess import (
+from pipeline.chess_game.encode import (
     OUTCOME_CHECKMATE,
     OUTCOME_DRAW,
     OUTCOME_NONE,
@@ -29,22 +24,27 @@ from pipeline.encode_chess import (
     encode_games,
     legal_uci,
 )
-from pipeline.evaluator import make_evaluator
-from pipeline.extract_chess import (
+from pipeline.chess_game.policy import policy_over_legal
+from pipeline.chess_game.spec import unpack_move
+from pipeline.core import settings
+from pipeline.core.chunk_store import ChunkStore
+from pipeline.core.features_schema import PARTITION_COLUMNS
+from pipeline.extract.chess import (
     ChessNetStep,
     ChessValueStep,
     assemble_chess,
     encode_chess,
     encode_chess_children,
 )
-from pipeline.extract_config import config_from_dict
-from pipeline.extract_steps import Part, read_games_rows, run_nets
-from pipeline.features_schema import PARTITION_COLUMNS
-from pipeline.ingest_pgn import plan_chunks, read_chunk
-from pipeline.model_registry import load_net, model_sha256
-from pipeline.sscore_levels import MAIA_LEVELS
-from pipeline.sscore_levels_extract import levels_on_imitation
-from pipeline.stockfish_eval import V_MAX, StockfishSettings, terminal_win_rate, win_rate_to_v
+from pipeline.extract.child_positions import ChildPositions
+from pipeline.extract.config import config_from_dict
+from pipeline.extract.levels_head import levels_on_imitation
+from pipeline.extract.steps import Part, read_games_rows, run_nets
+from pipeline.ingest.pgn import plan_chunks, read_chunk
+from pipeline.nets.evaluator import make_evaluator
+from pipeline.nets.registry import load_net, model_sha256
+from pipeline.nets.sscore_levels import MAIA_LEVELS
+from pipeline.nets.stockfish import V_MAX, StockfishSettings, terminal_win_rate, win_rate_to_v
 
 BANDS = ("1000-1200", "2000-2200")
 NODES = 300  # low: these tests check identities and plumbing, not Stockfish's strength
@@ -413,7 +413,7 @@ def test_encode_after_equals_the_prefix_encoding_and_knows_finished_games(games)
 
 def test_net_evaluator_runs_on_ray_without_stockfish(games_root, net_extracted, tmp_path):
     """`kibitz extract` with a value net: no engine pool, the same features as the steps."""
-    from pipeline.extract import run_extract
+    from pipeline.jobs.extract import run_extract
 
     config = net_extracted[0]
     summary = run_extract(config, games_root, tmp_path, num_cpus=2, show_progress=False)

@@ -19,20 +19,21 @@ import pyarrow.compute as pc
 import pytest
 import torch
 
-from pipeline import go_spec, settings
-from pipeline.child_positions import ChildValues
-from pipeline.chunk_store import ChunkStore
-from pipeline.encode_go import IllegalCandidateError, encode_children, encode_games
-from pipeline.evaluator import make_evaluator
-from pipeline.extract_config import ConfigError, ExtractConfig, config_from_dict, preset
-from pipeline.extract_go import GoNetResult, GoNetStep, GoWork, assemble_go, encode_go
-from pipeline.extract_steps import Part, read_games_rows, run_nets, split_states
-from pipeline.features_schema import PARTITION_COLUMNS
-from pipeline.go_outputs import policy_probabilities, postprocess
-from pipeline.go_rank_policy import UnknownRankError
-from pipeline.go_rules import GoGameSpec, games_from_table
-from pipeline.ingest_sgf import plan_chunks, read_chunk
-from pipeline.model_registry import load_net
+from pipeline.core import settings
+from pipeline.core.chunk_store import ChunkStore
+from pipeline.core.features_schema import PARTITION_COLUMNS
+from pipeline.extract.child_positions import ChildValues
+from pipeline.extract.config import ConfigError, ExtractConfig, config_from_dict, preset
+from pipeline.extract.go import GoNetResult, GoNetStep, GoWork, assemble_go, encode_go
+from pipeline.extract.steps import Part, read_games_rows, run_nets, split_states
+from pipeline.go_game import spec as go_spec
+from pipeline.go_game.encode import IllegalCandidateError, encode_children, encode_games
+from pipeline.go_game.rules import GoGameSpec, games_from_table
+from pipeline.ingest.sgf import plan_chunks, read_chunk
+from pipeline.nets.evaluator import make_evaluator
+from pipeline.nets.go_rank_policy import UnknownRankError
+from pipeline.nets.katago_outputs import policy_probabilities, postprocess
+from pipeline.nets.registry import load_net
 
 GAMES = 2
 PLIES = 40
@@ -217,7 +218,7 @@ def test_expected_loss_children_are_evaluated_except_the_played_move(go):
 def test_expected_loss_on_ray_equals_the_steps(go, tmp_path):
     """`kibitz extract go` with expected loss: the children, encoded in a CPU task between the
     net actor's two calls, give the features of the steps run in one process."""
-    from pipeline.extract import run_extract
+    from pipeline.jobs.extract import run_extract
 
     root = tmp_path / "games"
     ChunkStore(root, PARTITION_COLUMNS).commit("cut", {"": go.games}, {})

@@ -23,9 +23,15 @@ import ray
 import yaml
 
 from actors.evaluator_actor import KILL_ONCE_ENV
-from pipeline import settings
-from pipeline.chunk_store import ChunkStore
-from pipeline.extract import (
+from pipeline.core import settings
+from pipeline.core.chunk_store import ChunkStore
+from pipeline.core.features_schema import PARTITION_COLUMNS
+from pipeline.extract.chess import encode_chess
+from pipeline.extract.config import config_from_dict
+from pipeline.extract.steps import read_games_rows
+from pipeline.ingest.pgn import plan_chunks as plan_pgn
+from pipeline.ingest.pgn import read_chunk
+from pipeline.jobs.extract import (
     CONFIG_FILE,
     CRASH_AFTER_ENV,
     ConfigMismatchError,
@@ -35,12 +41,6 @@ from pipeline.extract import (
     run_extract,
     save_config,
 )
-from pipeline.extract_chess import encode_chess
-from pipeline.extract_config import config_from_dict
-from pipeline.extract_steps import read_games_rows
-from pipeline.features_schema import PARTITION_COLUMNS
-from pipeline.ingest_pgn import plan_chunks as plan_pgn
-from pipeline.ingest_pgn import read_chunk
 
 CONFIG = {
     "game": "chess",
@@ -103,8 +103,8 @@ def test_every_move_once(baseline, games_root):
 def test_killed_driver_resumes_exactly_once(games_root, baseline, tmp_path):
     out = tmp_path / "features"
     code = (
-        "import sys; from pathlib import Path; from pipeline.extract import run_extract;"
-        "from pipeline.extract_config import config_from_dict;"
+        "import sys; from pathlib import Path; from pipeline.jobs.extract import run_extract;"
+        "from pipeline.extract.config import config_from_dict;"
         f"run_extract(config_from_dict({CONFIG!r}), Path({str(games_root)!r}), Path({str(out)!r}),"
         " num_cpus=2, show_progress=False)"
     )

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.go_metadata import (
+from pipeline.go_game.metadata import (
     SOURCE_FOX,
     SgfMetadata,
     fox_metadata,

@@ -6,7 +6,7 @@ positions each, with KataGo's own input tensors beside them (``*-inputs.npz``, r
 records by ``ids``). Every record is checked: policy per move within 1e-4 of the full-precision
 (``hp``) values, win/loss/no-result within 1e-4, lead and score mean within 0.01 points, score
 stdev within 0.01, ownership within 1e-3 — first on KataGo's own input tensors, then end to end
-from the records' moves through Kibitz's own featurizer (``pipeline.encode_go``).
+from the records' moves through Kibitz's own featurizer (``pipeline.go_game.encode``).
 
 Run: ``pytest tests/test_go_outputs.py``
 """
@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import settings
-from pipeline.go_outputs import GoEval, NoLegalMoveError, policy_probabilities, postprocess
-from pipeline.katago_model_file import KataGoModelMeta, PostProcessParams
-from pipeline.katago_net import KataGoNet, load_katago_net
+from pipeline.core import settings
+from pipeline.nets.katago_model_file import KataGoModelMeta, PostProcessParams
+from pipeline.nets.katago_net import KataGoNet, load_katago_net
+from pipeline.nets.katago_outputs import GoEval, NoLegalMoveError, policy_probabilities, postprocess
 
 G170 = "katago/g170-b6c96-s175395328-d26788732.bin.gz"
 REFERENCE_SETS = ("katago-g170", "katago-g170-chinese")
@@ -121,8 +121,8 @@ def test_every_record_matches_katago_on_its_own_inputs(net: KataGoNet, name: str
 
 @pytest.mark.parametrize("name", REFERENCE_SETS)
 def test_every_record_matches_katago_from_its_moves(net: KataGoNet, name: str) -> None:
-    from pipeline.encode_go import encode_games
-    from pipeline.go_rules import GoGameSpec
+    from pipeline.go_game.encode import encode_games
+    from pipeline.go_game.rules import GoGameSpec
 
     ref = load_reference(name)
     games = []
@@ -254,7 +254,7 @@ def test_policy_masks_illegal_moves_and_mixes_optimism() -> None:
 
 
 def test_move_matching_on_real_fox_games() -> None:
-    from pipeline.check_go import check_net
+    from pipeline.nets.check_go import check_net
 
     games_file = settings.data_dir() / "go" / "fox-selected" / "candidating" / "1d.sgf"
     if not games_file.is_file():

@@ -9,8 +9,8 @@ import torch
 from scipy.stats import spearmanr
 from train_real_games import evaluation_pool, go_games
 
-from pipeline import model_registry
-from pipeline.go_rank_policy import (
+from pipeline.nets import registry as model_registry
+from pipeline.nets.go_rank_policy import (
     GO_POLICY_RANKS,
     GoRankPolicyConfig,
     GoRankPolicyNet,
@@ -18,14 +18,14 @@ from pipeline.go_rank_policy import (
     rank_index,
     rank_number,
 )
-from pipeline.sscore_batches import build_pool
-from pipeline.train_go_policy import (
+from pipeline.train.go_policy import (
     PositionScores,
     clustered_sem,
     evaluate_policy,
     score_positions,
     summarise,
 )
+from pipeline.train.sscore_batches import build_pool
 
 # The held-out subset of test_sscore.py's Go monotonicity test (evaluation-split games among the
 # first HELD_OUT_READ of each group's file, 16 moves per instance), shared within a session.

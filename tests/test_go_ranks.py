@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from pipeline.go_ranks import (
+from pipeline.go_game.ranks import (
     KUBOKI_GROUPS,
     RankError,
     common_group_array,

@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline import go_spec, settings
-from pipeline.go_rules import REASONS, SUICIDE, GoGameSpec, replay_games, ruleset
+from pipeline.core import settings
+from pipeline.go_game import spec as go_spec
+from pipeline.go_game.rules import REASONS, SUICIDE, GoGameSpec, replay_games, ruleset
 
 FOX_SPLITS = ("candidating", "testing", "by-player")
 FOX_GAMES = {"candidating": 1100, "testing": 9900, "by-player": 10332}
@@ -136,10 +137,10 @@ def fox_games(split: str) -> list[GoGameSpec]:
     files = sorted(root.glob("*.sgf"))
     assert files, f"missing Fox data in {root}"
     try:
-        from pipeline import ingest_sgf
+        from pipeline.ingest import sgf as ingest_sgf
     except ImportError:
         return [game for path in files for game in _regex_games(path)]
-    from pipeline.go_rules import games_from_table
+    from pipeline.go_game.rules import games_from_table
 
     chunks = ingest_sgf.plan_chunks(files, games_per_chunk=5000)
     return [g for chunk in chunks for g in games_from_table(ingest_sgf.read_chunk(chunk).games)]

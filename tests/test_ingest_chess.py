@@ -30,11 +30,12 @@ import pytest
 import ray
 import zstandard
 
-from pipeline import settings
-from pipeline.games_schema import GAMES_SCHEMA
-from pipeline.ingest import IngestConfig, run_ingest
-from pipeline.ingest_pgn import plan_chunks, read_chunk, stream_chunks
-from pipeline.selection import load_preset
+from pipeline.core import settings
+from pipeline.core.games_schema import GAMES_SCHEMA
+from pipeline.ingest.pgn import plan_chunks, read_chunk, stream_chunks
+from pipeline.ingest.selection import load_preset
+from pipeline.ingest.work import IngestConfig
+from pipeline.jobs.ingest import run_ingest
 
 DATA = settings.data_dir() / "chess/lichess-2024-02-blitz"
 BANDS = [f"{lo}-{lo + 200}" for lo in range(1000, 2600, 200)]

@@ -18,14 +18,14 @@ import pyarrow.compute as pc
 import pytest
 from sgfmill import sgf as sgfmill_sgf
 
-from pipeline import settings
-from pipeline.archive_7z import CorruptArchiveError, iter_members, list_members
-from pipeline.fox_results import parse_clock, parse_komi, parse_result
-from pipeline.games_schema import GAMES_SCHEMA, QUARANTINE_SCHEMA
-from pipeline.ingest_chunks import ChunkResult, blake2b_hex
-from pipeline.ingest_sgf import SgfInputError, plan_chunks, read_chunk, read_paths
-from pipeline.selection import apply_selection, load_preset
-from pipeline.sgf_parse import NotSgfError, parse_sgf
+from pipeline.core import settings
+from pipeline.core.games_schema import GAMES_SCHEMA, QUARANTINE_SCHEMA
+from pipeline.ingest.archive_7z import CorruptArchiveError, iter_members, list_members
+from pipeline.ingest.chunks import ChunkResult, blake2b_hex
+from pipeline.ingest.fox_results import parse_clock, parse_komi, parse_result
+from pipeline.ingest.selection import apply_selection, load_preset
+from pipeline.ingest.sgf import SgfInputError, plan_chunks, read_chunk, read_paths
+from pipeline.ingest.sgf_parse import NotSgfError, parse_sgf
 
 GO = settings.data_dir() / "go"
 SELECTED = GO / "fox-selected"

@@ -21,10 +21,11 @@ import duckdb
 import pytest
 import ray
 
-from pipeline import settings
-from pipeline.ingest import IngestConfig, IngestError, format_summary, run_ingest
-from pipeline.ingest_pgn import read_chunk, stream_chunks
-from pipeline.selection import load_preset
+from pipeline.core import settings
+from pipeline.ingest.pgn import read_chunk, stream_chunks
+from pipeline.ingest.selection import load_preset
+from pipeline.ingest.work import IngestConfig, IngestError, format_summary
+from pipeline.jobs.ingest import run_ingest
 
 SOURCE = settings.data_dir() / "chess/lichess-2024-02-blitz/candidating"
 GAMES_PER_CHUNK = 40
@@ -37,7 +38,7 @@ def _cli(out: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "pipeline.cli",
+        "pipeline.cli.main",
         "ingest",
         "chess",
         str(SOURCE),
@@ -142,15 +143,15 @@ def test_a_killed_run_resumes_to_the_clean_table_and_force_redoes(
 def test_chess_and_go_chunks_share_a_table_each_under_its_own_rules(tmp_path: Path) -> None:
     """A table holding chess chunks (chess rules) accepts Go chunks under Go rules, and still
     refuses chess chunks under other chess rules — the check is per game kind."""
-    from pipeline.chunk_store import ChunkStore
-    from pipeline.games_schema import PARTITION_COLUMNS
-    from pipeline.ingest import _check_rules_match
+    from pipeline.core.chunk_store import ChunkStore
+    from pipeline.core.games_schema import PARTITION_COLUMNS
+    from pipeline.ingest.work import check_rules_match
 
     store = ChunkStore(tmp_path, PARTITION_COLUMNS)
     chess_rules, go_rules = load_preset("chess-kuboki2025"), load_preset("go-kuboki2025")
     meta = {"chunk": {"game": "chess"}, "rules": chess_rules.label}
     store.commit("c0", {}, meta)
-    _check_rules_match(store, "go", go_rules)
-    _check_rules_match(store, "chess", chess_rules)
+    check_rules_match(store, "go", go_rules)
+    check_rules_match(store, "chess", chess_rules)
     with pytest.raises(IngestError, match="chess-kuboki2025@1"):
-        _check_rules_match(store, "chess", load_preset("all"))
+        check_rules_match(store, "chess", load_preset("all"))

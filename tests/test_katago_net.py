@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import settings
-from pipeline.katago_model_file import (
+from pipeline.core import settings
+from pipeline.nets.katago_model_file import (
     GlobalPoolingBlock,
     ModelFileError,
     NestedBottleneckBlock,
@@ -32,7 +32,7 @@ from pipeline.katago_model_file import (
     parse_model_bytes,
     read_model_file,
 )
-from pipeline.katago_net import KataGoNet, load_katago_net
+from pipeline.nets.katago_net import KataGoNet, load_katago_net
 
 G170 = "katago/g170-b6c96-s175395328-d26788732.bin.gz"
 G170_INPUTS = "katago-g170-inputs.npz"
@@ -450,7 +450,7 @@ def test_g170_net_interface() -> None:
 
 
 def test_onnx_runtime_matches_torch_on_reference_batch(tmp_path: Path) -> None:
-    from pipeline.evaluator import make_evaluator
+    from pipeline.nets.evaluator import make_evaluator
 
     net = load_katago_net(g170_path())
     spatial, global_ = reference_inputs()
@@ -519,7 +519,7 @@ def test_torch_forward_matches_numpy_forward(version: int, tmp_path: Path) -> No
 def test_v15_onnx_with_meta_input_matches_torch(
     synthetic: tuple[dict, bytes], tmp_path: Path
 ) -> None:
-    from pipeline.evaluator import make_evaluator
+    from pipeline.nets.evaluator import make_evaluator
 
     net = KataGoNet(parse_model_bytes(synthetic[1], source="synthetic"))
     spatial, global_, meta = synthetic_inputs(4)
@@ -570,7 +570,7 @@ def test_unknown_block_kind_is_unsupported(synthetic: tuple[dict, bytes]) -> Non
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_tensorrt_fp16_close_to_torch(tmp_path: Path) -> None:
     pytest.importorskip("tensorrt")
-    from pipeline.evaluator import make_evaluator
+    from pipeline.nets.evaluator import make_evaluator
 
     net = load_katago_net(g170_path())
     spatial, global_ = reference_inputs()

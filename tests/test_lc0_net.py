@@ -17,10 +17,10 @@ import pytest
 import torch
 from lc0_reference import lc0_reference
 
-from pipeline import settings
-from pipeline.chess_spec import POLICY_INDEX_OF, POLICY_MOVES
-from pipeline.lc0_net import conv_policy_gather_index, load_lc0_net
-from pipeline.lc0_weights import Lc0FormatError, UnsupportedNetError, read_lc0_weights
+from pipeline.chess_game.spec import POLICY_INDEX_OF, POLICY_MOVES
+from pipeline.core import settings
+from pipeline.nets.lc0_net import conv_policy_gather_index, load_lc0_net
+from pipeline.nets.lc0_weights import Lc0FormatError, UnsupportedNetError, read_lc0_weights
 
 MAIA_NETS = [f"maia-{level}" for level in range(1100, 2000, 100)]
 

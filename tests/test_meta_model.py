@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 from synthetic_features import synthetic_features, write_features
 
-from pipeline.aggregate import run_aggregate
-from pipeline.cli import main
-from pipeline.data_split import EVALUATION, TRAIN, VALIDATION
-from pipeline.meta_model import (
+from pipeline.cli.main import main
+from pipeline.core.data_split import EVALUATION, TRAIN, VALIDATION
+from pipeline.meta.aggregate import run_aggregate
+from pipeline.meta.model import (
     InstanceData,
     MetaConfig,
     MetaDataError,
@@ -27,7 +27,7 @@ from pipeline.meta_model import (
     round_to_group,
     train_and_evaluate,
 )
-from pipeline.meta_train import (
+from pipeline.meta.train import (
     kibitz_trained_nets,
     load_meta_models,
     net_hashes,

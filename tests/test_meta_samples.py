@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from pipeline.meta_samples import (
+from pipeline.meta.samples import (
     SamplingError,
     average_rows,
     draw_from_pools,

@@ -19,9 +19,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline import cli_models, model_registry, settings
-from pipeline.lc0_net import Lc0Net
-from pipeline.model_registry import (
+from pipeline.cli import models as cli_models
+from pipeline.core import settings
+from pipeline.nets import registry as model_registry
+from pipeline.nets.lc0_net import Lc0Net
+from pipeline.nets.registry import (
     ChecksumMismatchError,
     FetchError,
     ModelNotFoundError,

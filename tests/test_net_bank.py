@@ -12,13 +12,13 @@ import pytest
 import torch
 from lc0_reference import lc0_reference
 
-from pipeline import settings
-from pipeline.check_chess import read_games
-from pipeline.chess_policy import legal_move_entries, policy_over_legal
-from pipeline.encode_chess import encode_games
-from pipeline.net_bank import Gather, NetBank, NetJob, unpack_on_device
-from pipeline.packed_planes import concat_packed, pack_planes
-from pipeline.policy_stats import PolicyStats, policy_stats
+from pipeline.chess_game.encode import encode_games
+from pipeline.chess_game.policy import legal_move_entries, policy_over_legal
+from pipeline.core import settings
+from pipeline.nets.check_chess import read_games
+from pipeline.nets.net_bank import Gather, NetBank, NetJob, unpack_on_device
+from pipeline.nets.packed_planes import concat_packed, pack_planes
+from pipeline.nets.policy_stats import PolicyStats, policy_stats
 
 STATS = ("prior", "logprior", "top1", "likely_index", "likely_prior")
 
@@ -114,7 +114,7 @@ def _stats_source(pos, packed):
 
 
 def test_policy_stats_equal_the_softmax_over_legal_moves_of_the_whole_policy() -> None:
-    """The bank's reduced policy (pipeline.policy_stats) against the numpy path over the copied
+    """The bank's reduced policy (pipeline.nets.policy_stats) against the numpy path over the copied
     whole policy (chess_policy.policy_over_legal) on real Lichess positions; the value head
     passes through untouched."""
     pos = _chess_positions()

@@ -11,7 +11,7 @@ import chess.pgn
 import numpy as np
 import pytest
 
-from pipeline.pgn_reader import (
+from pipeline.ingest.pgn_reader import (
     MATE_SCORE_CP,
     STATUS_AMBIGUOUS,
     STATUS_ILLEGAL,

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 from ratings_real_games import build_games_table
 
-from pipeline.ratings_data import final_table, from_table, history_table, load_games
-from pipeline.ratings_elo import EloConfig, EloConfigError, replay_arrays, replay_elo
+from pipeline.ratings.data import final_table, from_table, history_table, load_games
+from pipeline.ratings.elo import EloConfig, EloConfigError, replay_arrays, replay_elo
 
 
 def _games_table(rows: list[tuple[str, str, str, str]]) -> pa.Table:

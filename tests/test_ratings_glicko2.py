@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from ratings_real_games import build_games_table
 
-from pipeline.ratings_data import load_games
-from pipeline.ratings_glicko2 import (
+from pipeline.ratings.data import load_games
+from pipeline.ratings.glicko2 import (
     Glicko2Config,
     Glicko2ConfigError,
     replay_arrays,

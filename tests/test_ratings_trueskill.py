@@ -8,8 +8,8 @@ import pytest
 import trueskill
 from ratings_real_games import build_games_table
 
-from pipeline.ratings_data import load_games
-from pipeline.ratings_trueskill import (
+from pipeline.ratings.data import load_games
+from pipeline.ratings.trueskill import (
     TrueSkillConfig,
     TrueSkillConfigError,
     replay_arrays,

@@ -10,8 +10,8 @@ import pytest
 import trueskillthroughtime as ttt_package
 from ratings_real_games import build_games_table
 
-from pipeline.ratings_data import load_games
-from pipeline.ratings_ttt import TTTConfig, TTTConfigError, draw_margin, smooth_arrays, smooth_ttt
+from pipeline.ratings.data import load_games
+from pipeline.ratings.ttt import TTTConfig, TTTConfigError, draw_margin, smooth_arrays, smooth_ttt
 
 
 def _package_history(

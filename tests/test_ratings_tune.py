@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.ratings_data import RatedGames
-from pipeline.ratings_tune import (
+from pipeline.ratings.data import RatedGames
+from pipeline.ratings.tune import (
     BIN_LABELS,
     ELO_LOGIT_PER_POINT,
     GridError,
@@ -143,7 +143,7 @@ def test_compiled_logit_equals_statsmodels() -> None:
 
 
 def test_cli_system_names_match_the_systems() -> None:
-    from pipeline.cli_ratings import SYSTEM_NAMES as CLI_NAMES
-    from pipeline.ratings_systems import SYSTEM_NAMES, SYSTEMS
+    from pipeline.cli.ratings import SYSTEM_NAMES as CLI_NAMES
+    from pipeline.ratings.systems import SYSTEM_NAMES, SYSTEMS
 
     assert CLI_NAMES == SYSTEM_NAMES == tuple(SYSTEMS)

@@ -13,9 +13,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from pipeline import ingest_sgf, settings
-from pipeline.games_schema import GAMES_SCHEMA
-from pipeline.selection import (
+from pipeline.core import settings
+from pipeline.core.games_schema import GAMES_SCHEMA
+from pipeline.ingest import sgf as ingest_sgf
+from pipeline.ingest.selection import (
     PRESET_NAMES,
     Rule,
     RulesError,

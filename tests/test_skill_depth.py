@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from pipeline.skill_depth import (
+from pipeline.ratings.skill_depth import (
     DepthGrid,
     SkillDepthError,
     fit_model,

@@ -19,8 +19,8 @@ import pyarrow as pa
 import pytest
 from synthetic_features import write_features
 
-from pipeline.aggregate import AggregateConfig, feature_columns, load_mart, run_aggregate
-from pipeline.features_schema import features_schema
+from pipeline.core.features_schema import features_schema
+from pipeline.meta.aggregate import AggregateConfig, feature_columns, load_mart, run_aggregate
 
 ALPHA, GAMMA = 0.5, 2.0
 FLOOR = math.log(1e-6)

@@ -15,20 +15,20 @@ import torch
 import yaml
 from train_real_games import chess_games, evaluation_pool, go_games
 
-from pipeline import model_registry
-from pipeline.encode_chess import encode_games
-from pipeline.model_cards import render_card
-from pipeline.sscore_batches import build_pool, eligible_instances, net_inputs, sample_batch
-from pipeline.sscore_eval import (
+from pipeline.chess_game.encode import encode_games
+from pipeline.nets import registry as model_registry
+from pipeline.nets.sscore_net import SScoreNet, SScoreNetConfig, policy_features
+from pipeline.train.model_cards import render_card
+from pipeline.train.sscore import bradley_terry_loss, ordered_pair_share
+from pipeline.train.sscore_batches import build_pool, eligible_instances, net_inputs, sample_batch
+from pipeline.train.sscore_eval import (
     group_means,
     instance_scores,
     rank_prediction_accuracy,
 )
-from pipeline.sscore_net import SScoreNet, SScoreNetConfig, policy_features
-from pipeline.train_sscore import bradley_terry_loss, ordered_pair_share
 
 # The monotonicity test reads the whole evaluation split of each game's testing files (data
-# split of pipeline/data_split.py: never trained on), 16 random moves per instance.
+# split of pipeline/core/data_split.py: never trained on), 16 random moves per instance.
 # Measured on the shipped models with this subset: kibitz-sscore-chess rises strictly from 1000-1200 to
 # 2200-2400 (smallest gap +0.6 s.e.), and 2400-2600 sits 0.75 s.e. *below* 2200-2400 (1.1 with
 # all moves, docs/train.md; also below on the validation split: the small CPU net does not
@@ -119,7 +119,7 @@ def test_batch_grouping_and_r_inf(game, chess_pool, go_pool):
 
 
 def test_r_inf_moves_are_uniform_over_the_other_legal_moves(chess_pool):
-    from pipeline.sscore_batches import random_other_legal, random_other_slot
+    from pipeline.train.sscore_batches import random_other_legal, random_other_slot
 
     pool = chess_pool
     row = int(np.flatnonzero(pool.legal_counts == 20)[0])  # e.g. the start position: 20 moves
@@ -191,7 +191,7 @@ def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(na
     ],
 )
 def test_shipped_model_cards_are_rendered_from_the_headers(name, kind):
-    """The cards come from pipeline/model_cards.py: exact commands with the user's paths."""
+    """The cards come from pipeline/train/model_cards.py: exact commands with the user's paths."""
     folder = model_registry.resolve(name).file.parent
     header = yaml.safe_load((folder / "model.yaml").read_text(encoding="utf-8"))
     card = (folder / "MODEL_CARD.md").read_text(encoding="utf-8")

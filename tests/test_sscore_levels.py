@@ -1,4 +1,4 @@
-"""The levels s-score (pipeline/sscore_levels.py): a Bradley-Terry head on the 9 Maia-1 nets'
+"""The levels s-score (pipeline/nets/sscore_levels.py): a Bradley-Terry head on the 9 Maia-1 nets'
 policies, trained by ``kibitz train sscore-levels`` on real games, loaded through the registry.
 
 Real nets and games: the 9 Maia-1 nets of ../shared and the first games of each Lichess band;
@@ -16,17 +16,14 @@ import torch
 import yaml
 from train_real_games import go_games, write_games_dir
 
-from pipeline import cli, model_registry
-from pipeline.cli_train_nets import levels_config
-from pipeline.evaluator import make_evaluator
-from pipeline.go_rank_policy import rank_index
-from pipeline.legal_softmax import legal_mask
-from pipeline.level_policies import compute_level_policies
-from pipeline.model_cards import write_card
-from pipeline.model_export import ModelFileError, read_model_file
-from pipeline.sscore_batches import build_pool, net_inputs
-from pipeline.sscore_eval import score_rows
-from pipeline.sscore_levels import (
+from pipeline.cli import main as cli
+from pipeline.cli.train_nets import levels_config
+from pipeline.nets import registry as model_registry
+from pipeline.nets.evaluator import make_evaluator
+from pipeline.nets.go_rank_policy import rank_index
+from pipeline.nets.legal_softmax import legal_mask
+from pipeline.nets.model_export import ModelFileError, read_model_file
+from pipeline.nets.sscore_levels import (
     GO_LEVELS,
     GO_RANK_LEVELS,
     MAIA_LEVELS,
@@ -37,8 +34,12 @@ from pipeline.sscore_levels import (
     level_features,
     level_nets,
 )
-from pipeline.train_sscore_levels import CACHE_DIR, LevelsTrainConfig, ScoredPool, train
-from pipeline.training_games import load_split_games, read_games
+from pipeline.train.games import load_split_games, read_games
+from pipeline.train.level_policies import compute_level_policies
+from pipeline.train.model_cards import write_card
+from pipeline.train.sscore_batches import build_pool, net_inputs
+from pipeline.train.sscore_eval import score_rows
+from pipeline.train.sscore_levels import CACHE_DIR, LevelsTrainConfig, ScoredPool, train
 
 
 def test_level_features_are_each_levels_loglik_then_entropy():

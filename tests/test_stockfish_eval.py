@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from pipeline.stockfish_eval import (
+from pipeline.nets.stockfish import (
     V_MAX,
     StockfishEvaluator,
     StockfishSettings,

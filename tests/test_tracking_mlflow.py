@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 from ratings_real_games import build_games_table
 
-from pipeline import tracking
+from pipeline.core import tracking
 
 
 def _free_port() -> int:
@@ -98,7 +98,7 @@ def test_tune_against_real_mlflow_server(
     grid.write_text("k: [[60, 30, 16], [30, 16, 8]]\nthresholds: [[5, 10], [q25+1, q50+1]]\n")
     done = subprocess.run(
         [
-            sys.executable, "-m", "pipeline.cli", "ratings", "tune", "--games", str(games_dir),
+            sys.executable, "-m", "pipeline.cli.main", "ratings", "tune", "--games", str(games_dir),
             "--system", "elo", "--grid", str(grid), "--train-frac", "0.8", "--out", str(out),
             "--tracking-uri", mlflow_server, "--experiment", "it-tune",
         ],

@@ -11,17 +11,17 @@ import pytest
 import torch
 from train_real_games import SMALL_SSCORE, chess_games, go_games, train_small, write_games_dir
 
-from pipeline.cli import build_parser, main
-from pipeline.cli_train_nets import sscore_config
-from pipeline.model_cards import render_card
-from pipeline.model_export import read_model_file
-from pipeline.model_registry import load_net
-from pipeline.sscore_batches import build_pool
-from pipeline.sscore_eval import score_rows
-from pipeline.train_device import DeviceError, resolve_device
-from pipeline.train_go_policy import GoPolicyTrainConfig
-from pipeline.train_go_policy import train as train_policy
-from pipeline.train_sscore import SScoreTrainConfig
+from pipeline.cli.main import build_parser, main
+from pipeline.cli.train_nets import sscore_config
+from pipeline.nets.model_export import read_model_file
+from pipeline.nets.registry import load_net
+from pipeline.train.device import DeviceError, resolve_device
+from pipeline.train.go_policy import GoPolicyTrainConfig
+from pipeline.train.go_policy import train as train_policy
+from pipeline.train.model_cards import render_card
+from pipeline.train.sscore import SScoreTrainConfig
+from pipeline.train.sscore_batches import build_pool
+from pipeline.train.sscore_eval import score_rows
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

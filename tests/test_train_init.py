@@ -9,13 +9,13 @@ import pytest
 import torch
 from train_real_games import SMALL_SSCORE, go_games, train_small, write_games_dir
 
-from pipeline.model_cards import render_card
-from pipeline.model_export import read_model_file
-from pipeline.model_registry import file_sha256
-from pipeline.train_go_policy import GoPolicyTrainConfig
-from pipeline.train_go_policy import train as train_policy
-from pipeline.train_loop import positions_trained
-from pipeline.train_sscore import SScoreTrainConfig
+from pipeline.nets.model_export import read_model_file
+from pipeline.nets.registry import file_sha256
+from pipeline.train.go_policy import GoPolicyTrainConfig
+from pipeline.train.go_policy import train as train_policy
+from pipeline.train.loop import positions_trained
+from pipeline.train.model_cards import render_card
+from pipeline.train.sscore import SScoreTrainConfig
 
 
 @pytest.fixture(scope="module")

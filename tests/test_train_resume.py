@@ -7,11 +7,11 @@ import pytest
 import torch
 from train_real_games import go_games, write_games_dir
 
-from pipeline.train_go_policy import GoPolicyTrainConfig
-from pipeline.train_go_policy import train as train_policy
-from pipeline.train_loop import CheckpointError
-from pipeline.train_sscore import SScoreTrainConfig
-from pipeline.train_sscore import train as train_sscore
+from pipeline.train.go_policy import GoPolicyTrainConfig
+from pipeline.train.go_policy import train as train_policy
+from pipeline.train.loop import CheckpointError
+from pipeline.train.sscore import SScoreTrainConfig
+from pipeline.train.sscore import train as train_sscore
 
 
 def _weights(folder):

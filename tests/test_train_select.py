@@ -9,19 +9,19 @@ import torch
 from torch import nn
 from train_real_games import SMALL_SSCORE, train_small
 
-from pipeline.cli import build_parser
-from pipeline.cli_train_nets import sscore_config
-from pipeline.model_cards import render_card
-from pipeline.model_export import read_model_file
-from pipeline.sscore_net import SScoreNet, SScoreNetConfig
-from pipeline.train_loop import (
+from pipeline.cli.main import build_parser
+from pipeline.cli.train_nets import sscore_config
+from pipeline.nets.model_export import read_model_file
+from pipeline.nets.sscore_net import SScoreNet, SScoreNetConfig
+from pipeline.train.loop import (
     CHECKPOINT_NAME,
     TrainState,
     keep_if_best,
     restore_best,
     selected_validation,
 )
-from pipeline.train_sscore import SScoreTrainConfig
+from pipeline.train.model_cards import render_card
+from pipeline.train.sscore import SScoreTrainConfig
 
 SMALL = {**SMALL_SSCORE, "max_steps": 6, "select_best": "val_min_gap_z"}
 BANDS = ("1200-1400", "1400-1600", "1600-1800", "1800-2000", "2000-2200", "2200-2400", "2400-2600")

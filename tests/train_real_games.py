@@ -12,9 +12,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import ingest_pgn, ingest_sgf, settings
-from pipeline.data_split import EVALUATION, assign_splits
-from pipeline.sscore_batches import (
+from pipeline.core import settings
+from pipeline.core.data_split import EVALUATION, assign_splits
+from pipeline.ingest import pgn as ingest_pgn
+from pipeline.ingest import sgf as ingest_sgf
+from pipeline.train.sscore_batches import (
     CHESS_RANK_GROUPS,
     GO_RANK_GROUPS,
     PositionPool,
@@ -62,7 +64,7 @@ def write_games_dir(table: pa.Table, folder: Path) -> Path:
 
 
 def evaluation_games(game: str, read_per_group: int) -> pa.Table:
-    """The evaluation-split games (default split of pipeline/data_split.py) among the first
+    """The evaluation-split games (default split of pipeline/core/data_split.py) among the first
     ``read_per_group`` games of each rank group's file: games no Kibitz net was trained on."""
     games = chess_games(read_per_group) if game == "chess" else go_games(read_per_group)
     codes = assign_splits(games["game_id"].to_pylist())
@@ -83,8 +85,8 @@ def evaluation_pool(game: str, read_per_group: int, positions_per_instance: int)
 
 def train_small(config, games: Path, out: Path, **kw):
     """``kibitz train sscore``'s run function without progress bar or final evaluation, tracked
-    in ``out/mlflow.db``; ``kw`` as :func:`pipeline.train_sscore.train` takes them."""
-    from pipeline.train_sscore import train  # mlflow is slow to import: only for the runs
+    in ``out/mlflow.db``; ``kw`` as :func:`pipeline.train.sscore.train` takes them."""
+    from pipeline.train.sscore import train  # mlflow is slow to import: only for the runs
 
     return train(
         config, games, out, progress=False, evaluate=False,

@@ -26,7 +26,7 @@
 --   moves_<k>, moves_with_loss_<k>
 -- Every imitation / strength net's columns appear through COLUMNS('…') star expressions: adding
 -- a net to the extraction config needs no edit here.
--- Keep in sync with pipeline/features_schema.py (the input) and pipeline/aggregate.py
+-- Keep in sync with pipeline/core/features_schema.py (the input) and pipeline/meta/aggregate.py
 -- (AggregateConfig: the α, γ defaults; FEATURE_SUFFIXES).
 
 with

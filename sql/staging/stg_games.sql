@@ -4,7 +4,7 @@
 --   create view games as
 --   select * from read_parquet('DIR/**/*.parquet', hive_partitioning = true);
 -- (`DIR/_quarantine/...` holds unreadable games; exclude it with a glob on game=*/ if needed.)
--- Keep in sync with pipeline/games_schema.py (GAMES_SCHEMA); tests/test_ingest_chess.py checks.
+-- Keep in sync with pipeline/core/games_schema.py (GAMES_SCHEMA); tests/test_ingest_chess.py checks.
 
 with
 

@@ -6,7 +6,7 @@
 -- (the game=* glob leaves out DIR/_quarantine/, the games extraction could not evaluate.)
 -- Net columns (prior_<net>, logprior_<net>, top1_<net>, sscore_<net>) pass through unchanged
 -- with COLUMNS patterns, so a net added to the extraction config needs no edit here.
--- Keep in sync with pipeline/features_schema.py; tests/test_extract_chess.py reads it.
+-- Keep in sync with pipeline/core/features_schema.py; tests/test_extract_chess.py reads it.
 
 with
 

@@ -1,0 +1,2 @@
+"""The ``kibitz`` command line: one module per command, assembled in ``main``.
+"""

@@ -1,0 +1,80 @@
+"""``kibitz extract``: turn the games table into the per-move features table on Ray.
+
+    kibitz extract chess --games kibitz-out/games --out kibitz-out/features
+    kibitz extract go --games kibitz-out/games --out kibitz-out/features-go --backend onnx
+
+See docs/extract.md for the output schema and figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from pipeline.core import settings
+from pipeline.extract.config import BACKENDS, load_config, preset
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pipeline.jobs.extract import run_extract
+
+    config = load_config(args.config) if args.config else preset(args.game)
+    if config.game != args.game:
+        raise SystemExit(f"config {str(args.config)!r} is for {config.game!r}, not {args.game!r}")
+    if args.backend:
+        config.backend = args.backend
+    if args.nodes:
+        config.value.nodes = args.nodes
+    config.validate()
+    summary = run_extract(
+        config,
+        Path(args.games),
+        Path(args.out),
+        address=args.address,
+        num_cpus=args.num_cpus,
+        max_games=args.max_games,
+        force=args.force,
+        show_progress=not args.no_progress,
+    )
+    run = summary["this_run"]
+    print(
+        f"{summary['games']} games, {summary['positions']} positions, "
+        f"{summary['quarantined_games']} quarantined in {summary['out_dir']}; this run "
+        f"{run['positions']} positions in {run['wall_s']:.1f} s ({run['positions_per_s']} /s)"
+    )
+    if args.json:
+        print(json.dumps(summary, indent=1))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "extract",
+        help="evaluate every move with the nets into the features table",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("game", choices=["chess", "go"])
+    parser.add_argument(
+        "--games", default=str(settings.home_dir() / "games"), help="games table folder"
+    )
+    parser.add_argument(
+        "--out", default=None, help="features folder (default: $KIBITZ_HOME/features-GAME)"
+    )
+    parser.add_argument("--config", type=Path, help="extraction config YAML (default: preset)")
+    parser.add_argument("--address", help="Ray cluster to join (default: embedded local Ray)")
+    parser.add_argument("--num-cpus", type=int, help="CPUs of the embedded Ray (default: all)")
+    parser.add_argument("--backend", choices=BACKENDS, help="override the config's backend")
+    parser.add_argument("--nodes", type=int, help="override Stockfish's node limit")
+    parser.add_argument("--max-games", type=int, help="only the first N games (trial runs)")
+    parser.add_argument("--force", action="store_true", help="delete earlier output and redo")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    parser.set_defaults(func=_run_with_default_out)
+
+
+def _run_with_default_out(args: argparse.Namespace) -> int:
+    if args.out is None:
+        args.out = str(settings.home_dir() / f"features-{args.game}")
+    return _run(args)

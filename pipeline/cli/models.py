@@ -1,0 +1,167 @@
+"""``kibitz models``: list, fetch and check the registered nets.
+
+- ``kibitz models list`` shows every registry entry (built-in and the models directory's
+  ``registry.yaml``) with whether its file is present and its sha256 matches.
+- ``kibitz models fetch NAME... | --all`` downloads entries from their url, verified by sha256;
+  without a network it fails within the connect timeout with a clear message.
+- ``kibitz models check NAME --pgn FILE | --sgf FILE`` prints move-matching accuracy and mean
+  log-likelihood of a net on real games (pipeline.nets.check_chess / pipeline.nets.check_go).
+
+``--models-dir DIR`` (before the sub-command) points the whole process at another models
+directory, exactly like ``KIBITZ_MODELS_DIR``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from pathlib import Path
+
+from pipeline.nets import registry as model_registry
+from pipeline.nets.backends import BACKENDS
+
+logger = logging.getLogger(__name__)
+
+# Which check module serves each game (contract C5).
+CHECK_MODULES = {"chess": "pipeline.nets.check_chess", "go": "pipeline.nets.check_go"}
+GAME_OF_FORMAT = {"lc0": "chess", "katago": "go"}
+
+
+def _use_models_dir(args: argparse.Namespace) -> None:
+    if args.models_dir is not None:
+        os.environ["KIBITZ_MODELS_DIR"] = str(Path(args.models_dir).expanduser().resolve())
+
+
+def _status(entry: model_registry.ModelEntry, verify: bool) -> tuple[str, str]:
+    if not entry.present:
+        return "no", "-"
+    if not verify:
+        return "yes", "not checked"
+    actual = model_registry.file_sha256(entry.file)
+    return "yes", "ok" if actual == entry.sha256 else "MISMATCH"
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    _use_models_dir(args)
+    entries = model_registry.list_models()
+    rows = [("name", "game", "format", "present", "sha256", "license", "path")]
+    for entry in entries:
+        present, sha = _status(entry, verify=not args.no_verify)
+        rows.append(
+            (entry.name, entry.game, entry.format, present, sha, entry.license, str(entry.file))
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        print("  ".join([*cells, row[-1]]))
+    bad = [r[0] for r in rows[1:] if r[4] == "MISMATCH"]
+    if bad:
+        print(f"sha256 mismatch: {', '.join(bad)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    _use_models_dir(args)
+    if args.all == bool(args.names):
+        print("give model names or --all (not both)", file=sys.stderr)
+        return 2
+    names = [e.name for e in model_registry.list_models() if e.url] if args.all else args.names
+    failures = 0
+    for name in names:
+        try:
+            path = model_registry.fetch(name, timeout=args.timeout, force=args.force)
+        except (model_registry.FetchError, model_registry.ModelNotFoundError) as exc:
+            print(f"{name}: {exc}", file=sys.stderr)
+            failures += 1
+        except model_registry.ChecksumMismatchError as exc:
+            print(f"{name}: {exc}; use --force to download it again", file=sys.stderr)
+            failures += 1
+        else:
+            print(f"{name}: {path}")
+    return 1 if failures else 0
+
+
+def _game_of(net: str) -> str:
+    path = Path(net)
+    if path.is_file():
+        name = path.name.lower()
+        return "chess" if name.endswith((".pb.gz", ".pb")) else "go"
+    return model_registry.find_entry(net).game
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    _use_models_dir(args)
+    game = _game_of(args.name)
+    games_file = args.pgn if game == "chess" else args.sgf
+    if games_file is None:
+        flag = "--pgn" if game == "chess" else "--sgf"
+        print(f"{args.name!r} is a {game} net: give the games with {flag} FILE", file=sys.stderr)
+        return 2
+    options: dict[str, object] = {"max_games": args.max_games, "backend": args.backend}
+    if args.device is not None or args.backend == "tensorrt":
+        options["device"] = args.device or "cuda"
+    check_net = importlib.import_module(CHECK_MODULES[game]).check_net
+    result = check_net(args.name, games_file, **options)
+    print(result.to_text())
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "models",
+        help="list, fetch and check the registered nets (Maia, KataGo)",
+        description=__doc__.splitlines()[0],
+    )
+    parser.add_argument(
+        "--models-dir",
+        type=Path,
+        default=None,
+        help="models directory (default: KIBITZ_MODELS_DIR or ../shared/models); its "
+        "registry.yaml adds entries",
+    )
+    commands = parser.add_subparsers(dest="models_command", metavar="SUBCOMMAND", required=True)
+
+    listing = commands.add_parser("list", help="show registered nets, presence and sha256 status")
+    listing.add_argument(
+        "--no-verify", action="store_true", help="skip hashing the files (faster on big nets)"
+    )
+    listing.set_defaults(func=cmd_list)
+
+    fetch = commands.add_parser("fetch", help="download nets from their registry url")
+    fetch.add_argument("names", nargs="*", metavar="NAME", help="registered model names")
+    fetch.add_argument("--all", action="store_true", help="every entry that has a url")
+    fetch.add_argument("--force", action="store_true", help="download even if present")
+    fetch.add_argument(
+        "--timeout", type=float, default=10.0, help="connect/read timeout in seconds (default 10)"
+    )
+    fetch.set_defaults(func=cmd_fetch)
+
+    check = commands.add_parser(
+        "check", help="move-matching accuracy and mean log-likelihood on real games"
+    )
+    check.add_argument("name", help="registered model name or a net file")
+    source = check.add_mutually_exclusive_group(required=True)
+    source.add_argument("--pgn", type=Path, help="chess games: .pgn / .pgn.zst file or folder")
+    source.add_argument(
+        "--sgf", type=Path, help="Go games: .sgf file (one game per line) or folder"
+    )
+    check.add_argument("--max-games", type=int, default=200, help="games per file (default 200)")
+    check.add_argument("--backend", choices=BACKENDS, default="torch", help="evaluation backend")
+    check.add_argument(
+        "--device", default=None, help="cpu or cuda[:N] (default cpu; cuda for tensorrt)"
+    )
+    check.set_defaults(func=cmd_check)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pipeline.cli.main import main as kibitz_main
+
+    return kibitz_main(["models", *(argv if argv is not None else sys.argv[1:])])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

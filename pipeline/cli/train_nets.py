@@ -1,0 +1,268 @@
+"""``kibitz train sscore|sscore-levels|policy``: the sub-commands that train Kibitz's nets.
+
+Added to ``kibitz train`` (``pipeline/cli/train.py``) by :func:`add_parsers`::
+
+    kibitz ingest chess ../shared/data/chess/lichess-2024-02-blitz/testing --out kibitz-out/games-chess
+    kibitz train sscore chess --games kibitz-out/games-chess --out kibitz-out/sscore-chess
+    kibitz train sscore go --games kibitz-out/games-go --out kibitz-out/sscore-go --max-minutes 40
+    kibitz train sscore-levels chess --games kibitz-out/games-chess --out kibitz-out/sscore-levels
+    kibitz train sscore-levels go --games kibitz-out/games-go --out kibitz-out/sscore-go-levels
+    kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy --max-minutes 40
+
+``--out`` receives checkpoints/, model.kibitz.pt, model.onnx, model.yaml, MODEL_CARD.md and the
+MLflow store (unless ``--tracking-uri``); ``--resume`` continues from its checkpoint.
+``--device`` picks where the net trains (default: a CUDA GPU when torch sees one); on a GPU raise
+``--groups`` / ``--batch-size`` so each step fills it. ``--init-from MODEL`` starts a new run from a trained model's weights (same format and net
+shape) with a fresh schedule, to train a shipped model further or on other games.
+``--register NAME --models-root DIR`` then copies the model into ``DIR/NAME`` and adds it to
+``DIR/registry.yaml``, after which ``kibitz models list`` shows it and ``load_net(NAME)`` loads it
+(see docs/train.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+Option = tuple[str, type, str]  # (flag, type, help) of an option that sets a config field
+# Options that set the training-config field of the same name; unset ones keep the default.
+SHARED_OPTIONS: tuple[Option, ...] = (
+    ("--max-steps", int, "steps of the LR schedule and hard stop"),
+    ("--seed", int, "seed of weights and sampling (default 0)"),
+    ("--blocks", int, "residual blocks of the trunk"),
+    ("--channels", int, "trunk width"),
+    ("--lr", float, "peak learning rate (AdamW, warm-up then cosine)"),
+    ("--weight-decay", float, "AdamW's decoupled weight decay (default 1e-4)"),
+    ("--warmup-steps", int, "linear warm-up steps of the LR schedule"),
+    ("--epoch-steps", int, "steps between validations (default: one pass)"),
+    ("--positions-per-instance", int, "pool keeps this many random positions per instance"),
+    ("--max-train-games", int, "use at most this many training games (a fixed subset)"),
+    ("--max-validation-games", int, "validation games of the per-epoch figures"),
+    ("--max-evaluation-games", int, "evaluation games of the final figures (default: all)"),
+    ("--evaluation-positions", int, "moves per instance in the final evaluation (default: all)"),
+    ("--init-from", str, "start from this model's weights (registry name or .kibitz.pt path)"),
+    ("--select-best", str, "export the weights of the validation where this metric was highest"),
+    ("--device", str, "auto (a CUDA GPU if there is one), cpu, cuda or cuda:N (default auto)"),
+)
+SSCORE_OPTIONS: tuple[Option, ...] = (
+    ("--groups", int, "G: groups per batch (default 4)"),
+    ("--positions", int, "P: positions per rank and group (default 4)"),
+    ("--max-reference-games", int, "training games of the protocol's reference means"),
+    ("--score-dropout", float, "training-time dropout in the score head (default 0)"),
+)
+POLICY_OPTIONS: tuple[Option, ...] = (("--batch-size", int, "positions per step (default 64)"),)
+# A levels head has no trunk of its own: no --blocks/--channels, nor --init-from.
+LEVELS_SHARED = tuple(
+    o for o in SHARED_OPTIONS if o[0] not in ("--blocks", "--channels", "--init-from")
+)
+LEVELS_OPTIONS: tuple[Option, ...] = (
+    ("--groups", int, "G: groups per batch (default 32)"),
+    ("--positions", int, "P: positions per rank and group (default 8)"),
+    ("--max-reference-games", int, "training games of the protocol's reference means"),
+    ("--hidden", int, "width of the head's MLP (default 64)"),
+)
+# Option dests whose config field has another name.
+FIELD_OF = {"evaluation_positions": "evaluation_positions_per_instance"}
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def _add_options(parser: argparse.ArgumentParser, options: tuple[Option, ...]) -> None:
+    for flag, kind, text in options:
+        parser.add_argument(flag, type=kind, help=text)
+
+
+def _add_common(
+    parser: argparse.ArgumentParser, shared: tuple[Option, ...] = SHARED_OPTIONS
+) -> None:
+    parser.add_argument(
+        "--games", required=True, help="games table folder (`kibitz ingest` output)"
+    )
+    parser.add_argument(
+        "--out", required=True, help="run folder: checkpoints, exported model, MLflow store"
+    )
+    parser.add_argument("--max-minutes", type=float, help="training time budget of this invocation")
+    parser.add_argument(
+        "--resume", action="store_true", help="continue from OUT/checkpoints/last.pt"
+    )
+    _add_options(parser, shared)
+    parser.add_argument(
+        "--threads", type=int, help="torch CPU threads (results depend on it; default: torch's)"
+    )
+    parser.add_argument("--tracking-uri", help="MLflow server (default: sqlite store in --out)")
+    parser.add_argument("--register", metavar="NAME", help="register the model under NAME")
+    parser.add_argument(
+        "--models-root", help="where --register puts it (default: $KIBITZ_MODELS_DIR)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _overrides(args: argparse.Namespace, options: tuple[Option, ...]) -> dict[str, Any]:
+    """Config fields set on the command line."""
+    fields = {}
+    for flag, _, _ in options:
+        dest = _dest(flag)
+        if getattr(args, dest, None) is not None:
+            fields[FIELD_OF.get(dest, dest)] = getattr(args, dest)
+    return fields
+
+
+def _command_line() -> str:
+    return "kibitz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def _default_tracking_uri(out: Path) -> str:
+    from pipeline.core.tracking import default_tracking_uri  # mlflow is slow to import: only here
+
+    return default_tracking_uri(out)
+
+
+def _run(
+    args: argparse.Namespace,
+    config: Any,
+    train: Callable[..., Any],
+    *,
+    game: str,
+    description: str,
+) -> int:
+    """Train, write the model card next to the export, print it, register when asked."""
+    from pipeline.train.device import DeviceError, resolve_device
+    from pipeline.train.model_cards import write_card
+
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    try:
+        resolve_device(config.device)  # before any data is read
+    except DeviceError as exc:
+        raise SystemExit(f"kibitz train: {exc}") from exc
+    out = Path(args.out)
+    result = train(
+        config, Path(args.games), out, max_minutes=args.max_minutes, resume=args.resume,
+        progress=not args.no_progress, tracking_uri=args.tracking_uri or _default_tracking_uri(out),
+        command=_command_line(),
+    )  # fmt: skip
+    card = write_card(out, args.register or out.name)
+    print(card.read_text(encoding="utf-8"))
+    if args.register:
+        from pipeline.core import settings
+        from pipeline.nets.model_export import register_model
+
+        root = Path(args.models_root) if args.models_root else settings.models_dir()
+        path = register_model(
+            result.exported, name=args.register, models_root=root, game=game,
+            description=description,
+        )  # fmt: skip
+        print(f"registered {args.register!r} at {path}")
+    return 0
+
+
+def sscore_config(args: argparse.Namespace) -> Any:
+    """The ``SScoreTrainConfig`` of a parsed ``kibitz train sscore`` command line."""
+    from pipeline.train.sscore import SScoreTrainConfig
+
+    return SScoreTrainConfig(
+        game=args.game,
+        with_r_inf=not args.no_r_inf,
+        policy_features=not args.no_policy_features,
+        **_overrides(args, SHARED_OPTIONS + SSCORE_OPTIONS),
+    )
+
+
+def cmd_train_sscore(args: argparse.Namespace) -> int:
+    from pipeline.train.sscore import train
+
+    config = sscore_config(args)
+    return _run(
+        args, config, train, game=args.game,
+        description=f"Kibitz s-score net (Chen et al. 2025 strength estimator), {args.game}",
+    )  # fmt: skip
+
+
+def levels_config(args: argparse.Namespace) -> Any:
+    """The ``LevelsTrainConfig`` of a parsed ``kibitz train sscore-levels`` command line."""
+    from pipeline.train.sscore_levels import LevelsTrainConfig
+
+    levels = {"levels": tuple(args.levels.split(","))} if args.levels else {}
+    return LevelsTrainConfig(
+        game=args.game, with_r_inf=not args.no_r_inf, **levels,
+        **_overrides(args, LEVELS_SHARED + LEVELS_OPTIONS),
+    )  # fmt: skip
+
+
+def cmd_train_sscore_levels(args: argparse.Namespace) -> int:
+    from pipeline.train.sscore_levels import train
+
+    config = levels_config(args)
+    return _run(
+        args, config, train, game=args.game,
+        description=f"Kibitz levels s-score (Bradley-Terry head on {len(config.levels)} "
+        f"imitation levels' policies), {args.game}",
+    )  # fmt: skip
+
+
+def cmd_train_policy(args: argparse.Namespace) -> int:
+    from pipeline.train.go_policy import GoPolicyTrainConfig, train
+
+    config = GoPolicyTrainConfig(**_overrides(args, SHARED_OPTIONS + POLICY_OPTIONS))
+    return _run(
+        args, config, train, game="go",
+        description="Kibitz rank-conditioned Go imitation policy (10k-9d, one trunk pass)",
+    )  # fmt: skip
+
+
+def add_parsers(trainers: argparse._SubParsersAction) -> None:
+    """Add ``sscore``, ``sscore-levels`` and ``policy`` to the ``kibitz train`` sub-commands."""
+    sscore = trainers.add_parser(
+        "sscore",
+        help="s-score strength estimator (Chen et al. 2025) for chess or Go",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sscore.add_argument("game", choices=["chess", "go"])
+    _add_common(sscore)
+    _add_options(sscore, SSCORE_OPTIONS)
+    sscore.add_argument("--no-r-inf", action="store_true", help="without the random-move rank r∞")
+    sscore.add_argument(
+        "--no-policy-features",
+        action="store_true",
+        help="the score head does not read the policy's log-likelihood and entropy of the move",
+    )
+    sscore.set_defaults(func=cmd_train_sscore)
+    levels = trainers.add_parser(
+        "sscore-levels",
+        help="s-score head on the policies of several imitation levels (chess: Maia-1 1100-1900;"
+        " Go: kibitz-go-policy at 4k, 2k, 1d-9d)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    levels.add_argument("game", choices=["chess", "go"])
+    _add_common(levels, LEVELS_SHARED)
+    _add_options(levels, LEVELS_OPTIONS)
+    levels.add_argument(
+        "--levels",
+        help="comma-separated registry names, NAME@RANK for a rank-conditioned Go net (default:"
+        " chess maia-1100..1900; Go kibitz-go-policy@4k,@2k,@1d..@9d then katago-g170-b6c96)",
+    )
+    levels.add_argument("--no-r-inf", action="store_true", help="without the random-move rank r∞")
+    levels.set_defaults(func=cmd_train_sscore_levels)
+    policy = trainers.add_parser(
+        "policy",
+        help="rank-conditioned Go imitation policy (all ranks in one trunk pass)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    policy.add_argument("game", choices=["go"])
+    _add_common(policy)
+    _add_options(policy, POLICY_OPTIONS)
+    policy.set_defaults(func=cmd_train_policy)

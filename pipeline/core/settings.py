@@ -1,0 +1,54 @@
+"""Where Kibitz finds its models, data and outputs.
+
+Every path has one environment variable and one default, resolved here and nowhere else, so
+that a cluster job, a test and the README commands agree on where things are.
+
+- ``KIBITZ_SHARED_DIR``: the folder holding ``models/``, ``data/`` and ``reference/``;
+  default ``../shared`` next to the repository checkout.
+- ``KIBITZ_MODELS_DIR``: default ``$KIBITZ_SHARED_DIR/models``.
+- ``KIBITZ_DATA_DIR``: default ``$KIBITZ_SHARED_DIR/data``.
+- ``KIBITZ_HOME``: outputs of the embedded default run; default ``./kibitz-out``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # pipeline/
+REPO_ROOT = PACKAGE_DIR.parent
+SQL_DIR = REPO_ROOT / "sql"
+# Data files shipped inside the package: the extraction and selection presets, and the built-in
+# model registry.
+PRESETS_DIR = PACKAGE_DIR / "presets"
+BUILTIN_REGISTRY = PACKAGE_DIR / "registry" / "models.yaml"
+
+
+def _env_path(name: str, default: Path) -> Path:
+    value = os.environ.get(name)
+    return Path(value).expanduser().resolve() if value else default
+
+
+def shared_dir() -> Path:
+    """The folder with the real models, data and reference outputs."""
+    return _env_path("KIBITZ_SHARED_DIR", REPO_ROOT.parent / "shared")
+
+
+def models_dir() -> Path:
+    """The models directory that the registry resolves names in."""
+    return _env_path("KIBITZ_MODELS_DIR", shared_dir() / "models")
+
+
+def data_dir() -> Path:
+    """The folder with the real game records (Lichess, Fox)."""
+    return _env_path("KIBITZ_DATA_DIR", shared_dir() / "data")
+
+
+def reference_dir() -> Path:
+    """Outputs of the real engines (lc0, KataGo) that Kibitz must reproduce."""
+    return shared_dir() / "reference"
+
+
+def home_dir() -> Path:
+    """Where the embedded default run writes its tables, models and MLflow store."""
+    return _env_path("KIBITZ_HOME", Path.cwd() / "kibitz-out")

@@ -1,0 +1,110 @@
+"""The unit of ingestion work: a :class:`Chunk` of one input file, and what reading it gives.
+
+A reader module (``pipeline.ingest.pgn`` for chess, ``pipeline.ingest.sgf`` for Go) exposes::
+
+    def plan_chunks(paths: Sequence[Path], *, games_per_chunk: int) -> list[Chunk]
+    def read_chunk(chunk: Chunk) -> ChunkResult
+
+and the driver (``pipeline.jobs.ingest``) runs chunks as Ray tasks and commits each result through
+``pipeline.core.chunk_store.ChunkStore`` under ``chunk.chunk_id``. The id depends only on the game
+kind, the absolute source path, the chunk's index and its locator, so the same arguments always
+plan the same ids: that is what makes a killed run resumable.
+
+    >>> Chunk("chess", "a.pgn", 0, ("bytes", 0, 10)).chunk_id == Chunk("chess", "a.pgn", 0, ("bytes", 0, 10)).chunk_id
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline.core.games_schema import GAMES_SCHEMA, QUARANTINE_SCHEMA
+
+# Reader module of each game kind (contract C2).
+READER_MODULES = {"chess": "pipeline.ingest.pgn", "go": "pipeline.ingest.sgf"}
+# Bytes of a bad game's text kept in the quarantine table.
+RAW_EXCERPT_BYTES = 4096
+
+
+class UnknownGameError(ValueError):
+    """A game kind that no reader handles."""
+
+
+def blake2b_hex(text: str) -> str:
+    """16 hex chars (64 bits) of blake2b: Kibitz's stable ids for games and chunks."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A slice of one input file that one task reads: ``locator`` says which slice."""
+
+    game: str  # "chess" | "go"
+    source_file: str  # path as given by the user
+    chunk_index: int  # 0-based within source_file
+    locator: tuple  # reader-specific, hashable and JSON-serialisable
+
+    @property
+    def chunk_id(self) -> str:
+        """16 hex blake2b of (game, absolute source path, chunk_index, locator)."""
+        identity = [
+            self.game,
+            str(Path(self.source_file).resolve()),
+            self.chunk_index,
+            list(self.locator),
+        ]
+        return blake2b_hex(json.dumps(identity, separators=(",", ":"), default=str))
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-friendly description stored in the chunk's completion marker."""
+        return {
+            "game": self.game,
+            "source_file": self.source_file,
+            "chunk_index": self.chunk_index,
+            "locator": list(self.locator),
+        }
+
+
+@dataclass
+class ChunkResult:
+    """What reading one chunk gives: readable games and the ones that could not be read."""
+
+    games: pa.Table  # GAMES_SCHEMA, column "selection" null (filled by the driver)
+    quarantine: pa.Table  # QUARANTINE_SCHEMA
+
+    @property
+    def games_read(self) -> int:
+        """Every game the chunk held: ``games.num_rows + quarantine.num_rows``."""
+        return self.games.num_rows + self.quarantine.num_rows
+
+
+def reader_for(game: str) -> ModuleType:
+    """The reader module for a game kind (``"chess"`` or ``"go"``)."""
+    if game not in READER_MODULES:
+        raise UnknownGameError(f"no reader for game {game!r}; known: {sorted(READER_MODULES)}")
+    return importlib.import_module(READER_MODULES[game])
+
+
+def raw_excerpt(data: bytes) -> str:
+    """The first 4 KiB of a bad game's bytes, decoded with replacement, for the quarantine table."""
+    return data[:RAW_EXCERPT_BYTES].decode("utf-8", errors="replace")
+
+
+def quarantine_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Build a QUARANTINE_SCHEMA table from dicts (missing optional keys become null)."""
+    columns = {field.name: [row.get(field.name) for row in rows] for field in QUARANTINE_SCHEMA}
+    return pa.table(columns, schema=QUARANTINE_SCHEMA)
+
+
+def empty_games_table() -> pa.Table:
+    """A games table with no rows (a chunk whose every game was quarantined)."""
+    return GAMES_SCHEMA.empty_table()

@@ -1,0 +1,2 @@
+"""The drivers of whole runs: ingest, extract (both over Ray, through ``actors/``) and estimate.
+"""

@@ -1,0 +1,290 @@
+"""``kibitz estimate``: a player's rank group from a handful of their games, end to end.
+
+The whole Kibitz path on a small scale, in this process (no Ray: a few games do not pay for a
+cluster start-up):
+
+1. read the files with the game's ingestion reader, keep every readable game (preset ``all``)
+   and then only the games the player played;
+2. extract their per-move features with extraction's plain step classes (same nets and
+   settings as the features the meta-models were trained on: the training features'
+   ``_config.yaml``), written as a features table under the work folder;
+3. aggregate them with the same SQL as training (``kibitz aggregate``);
+4. average the player's instances and apply the meta-model of the trained n nearest to the
+   number of games; print the rank group, its ±1 band and how many games were used;
+5. draw a report PNG: the player's prior profile next to each rank group's (the paper's Fig. 3)
+   and their loss by move number (Fig. 4).
+
+Run: ``kibitz estimate chess games.pgn --player NAME --model kibitz-out/meta-chess [--json]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.core.features_schema import PARTITION_COLUMNS
+from pipeline.extract.config import ExtractConfig, config_from_dict, preset
+from pipeline.meta.aggregate import (
+    AggregateConfig,
+    AggregatesNotFoundError,
+    feature_columns,
+    features_run_config,
+    load_mart,
+    run_aggregate,
+)
+from pipeline.meta.model import MetaDataError
+from pipeline.meta.train import MetaModels
+
+log = logging.getLogger(__name__)
+
+
+class NoGamesOfPlayerError(LookupError):
+    """None of the input games was played by the named player."""
+
+
+@dataclass
+class Estimate:
+    """What ``kibitz estimate`` reports (``--json`` prints it as is)."""
+
+    player: str
+    game: str
+    games_found: int  # games of the player in the files
+    games_used: int  # of those, games with features (readable and legal)
+    moves_used: int
+    n_model: int  # the trained n whose model was applied
+    feature_set: str
+    rank_group: str
+    rank_group_index: int
+    prediction: float  # the regressor's output before rounding (group index scale)
+    band: list[str]  # the group and its neighbours (the ±1 band)
+    rank_groups: list[str]  # every group, weakest first
+    rated_rank_groups: list[str]  # the player's own groups according to the files, if any
+    report: str | None
+    seconds: float
+
+    def to_text(self) -> str:
+        rated = (
+            f"; rated in the files: {', '.join(self.rated_rank_groups)}"
+            if self.rated_rank_groups
+            else ""
+        )
+        return (
+            f"{self.player}: estimated rank group {self.rank_group} (±1 band {self.band[0]} … {self.band[-1]})"
+            f" from {self.games_used} game(s), {self.moves_used} moves; meta-model {self.feature_set} n={self.n_model}"
+            f"{rated}\nreport: {self.report}"
+        )
+
+
+def read_player_games(game: str, sources: list[str], player: str) -> tuple[pa.Table, int]:
+    """Every readable game of ``sources`` that ``player`` played (names compared case-folded)."""
+    from pipeline.ingest.selection import apply_selection, load_preset
+    from pipeline.ingest.work import IngestConfig, read_chunk, resolve_sources, work_items
+
+    rules = load_preset("all")
+    config = IngestConfig(
+        game=game, sources=resolve_sources(sources), out_dir=Path("."), rules=rules
+    )
+    tables, quarantined = [], 0
+    for item in work_items(config):
+        result = read_chunk(game, item)
+        kept, _ = apply_selection(result.games, rules)
+        quarantined += result.quarantine.num_rows
+        name = player.casefold()
+        mine = pc.or_(
+            pc.equal(pc.utf8_lower(pc.fill_null(kept["white"], "")), name),
+            pc.equal(pc.utf8_lower(pc.fill_null(kept["black"], "")), name),
+        )
+        tables.append(kept.filter(mine))
+    games = pa.concat_tables(tables) if tables else None
+    if games is None or games.num_rows == 0:
+        raise NoGamesOfPlayerError(f"no game of player {player!r} in {sources!r}")
+    return games, quarantined
+
+
+def extraction_config(
+    models: MetaModels, config_path: Path | None, nodes: int | None
+) -> ExtractConfig:
+    """The training features' extraction config (so the columns match), else the preset."""
+    if config_path is not None:
+        from pipeline.extract.config import load_config
+
+        config = load_config(config_path)
+    else:
+        features_dir = models.manifest.get("features_dir")
+        saved = features_run_config(Path(features_dir)).get("config") if features_dir else None
+        config = config_from_dict(saved) if saved else preset(models.manifest["game"])
+    if nodes:
+        config.value.nodes = nodes
+    return config.validate()
+
+
+def extract_in_process(config: ExtractConfig, games: pa.Table) -> tuple[pa.Table, int]:
+    """Features of ``games`` with extraction's step classes; (features, games dropped)."""
+    from pipeline.extract.steps import Part, assemble, encode, net_step, run_nets
+
+    work = encode(config, games)
+    nets, kids = run_nets(config, net_step(config), work)
+    values = []
+    if config.game == "chess" and config.value.evaluator == "stockfish":
+        from pipeline.extract.chess import ChessValueStep
+        from pipeline.nets.stockfish import StockfishSettings
+
+        engine = ChessValueStep(
+            StockfishSettings(nodes=config.value.nodes, hash_mb=config.value.hash_mb)
+        )
+        try:
+            values = [engine(work, nets, 0, work.games.num_rows)]
+        finally:
+            engine.close()
+    result = assemble(config, Part("estimate", 0, games.num_rows), work, nets, values, kids)
+    return result.features, result.quarantine.num_rows
+
+
+def write_features(features: pa.Table, root: Path) -> None:
+    """The features table in the hive layout ``kibitz aggregate`` reads (one file per partition)."""
+    import pyarrow.dataset as ds
+
+    ds.write_dataset(
+        features,
+        root,
+        format="parquet",
+        partitioning=ds.partitioning(
+            pa.schema([features.schema.field(c) for c in PARTITION_COLUMNS]), flavor="hive"
+        ),
+        basename_template="part-estimate-{i}.parquet",
+        existing_data_behavior="delete_matching",
+    )
+
+
+def _band(groups: list[str], index: int) -> list[str]:
+    return groups[max(index - 1, 0) : index + 2]
+
+
+def player_instances(aggregates: Path, player: str) -> pa.Table:
+    instances = load_mart(aggregates, "player_instance_features")
+    mine = pc.equal(pc.utf8_lower(pc.fill_null(instances["player"], "")), player.casefold())
+    return instances.filter(mine)
+
+
+def own_loss_by_move(features: pa.Table, player: str) -> pa.Table:
+    """(move_number, loss_mean) of the player's own moves."""
+    mine = pc.and_(
+        pc.equal(pc.utf8_lower(pc.fill_null(features["player"], "")), player.casefold()),
+        pc.is_valid(features["loss"]),
+    )
+    table = features.filter(mine).group_by("move_number").aggregate([("loss", "mean")])
+    return table.rename_columns(["move_number", "loss_mean"]).sort_by("move_number")
+
+
+def draw_report(
+    models: MetaModels, instances: pa.Table, features: pa.Table, player: str, path: Path
+) -> Path:
+    """One PNG: the player's prior profile (Fig. 3) and loss by move number (Fig. 4) against
+    each rank group of the meta-models' training aggregates."""
+    from matplotlib.figure import Figure
+
+    from pipeline.meta.figures import draw_loss_by_move, draw_prior_profile, net_order
+
+    nets = net_order(instances.column_names)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a net with no value stays NaN
+        mine = {
+            n: float(np.nanmean(instances[f"prior_{n}_geomean_all"].to_numpy(zero_copy_only=False)))
+            for n in nets
+        }
+    trained = Path(models.manifest.get("aggregates_dir", ""))
+    try:
+        profile = load_mart(trained, "prior_profile")
+        by_move = load_mart(trained, "loss_by_move_number")
+    except AggregatesNotFoundError:
+        log.warning("training aggregates %s not found: the report shows the player only", trained)
+        profile = pa.table(
+            {"rank_group": pa.array([], pa.string()), "net": pa.array([], pa.string())}
+        )
+        by_move = pa.table({"rank_group": pa.array([], pa.string())})
+    game = models.manifest["game"]
+    if profile.num_rows:
+        profile = profile.filter(pc.equal(profile["game"], game))
+        by_move = by_move.filter(pc.equal(by_move["game"], game))
+    fig = Figure(figsize=(13, 4.2))
+    left, right = fig.subplots(1, 2)
+    draw_prior_profile(left, profile, models.group_names, nets, player=mine, player_label=player)
+    draw_loss_by_move(
+        right,
+        by_move,
+        models.group_names,
+        player=own_loss_by_move(features, player),
+        player_label=player,
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    return path
+
+
+def run_estimate(
+    game: str,
+    sources: list[str],
+    player: str,
+    models: MetaModels,
+    work_dir: Path,
+    *,
+    config_path: Path | None = None,
+    nodes: int | None = None,
+    feature_set: str | None = None,
+) -> Estimate:
+    """Read → extract → aggregate → predict → report for one player's games."""
+    started = time.perf_counter()
+    if models.manifest["game"] != game:
+        raise MetaDataError(
+            f"meta-models in {str(models.root)!r} are for {models.manifest['game']!r}, not {game!r}"
+        )
+    games, _ = read_player_games(game, sources, player)
+    config = extraction_config(models, config_path, nodes)
+    features, dropped = extract_in_process(config, games)
+    write_features(features, work_dir / "features")
+    agg = models.manifest.get("aggregate", {})
+    run_aggregate(work_dir / "features", work_dir / "aggregates", config=AggregateConfig(**agg))
+    instances = player_instances(work_dir / "aggregates", player)
+    if instances.num_rows == 0:
+        raise NoGamesOfPlayerError(
+            f"no moves of player {player!r} survived extraction ({dropped} games dropped)"
+        )
+    columns = feature_columns(instances.column_names)
+    matrix = np.column_stack(
+        [instances[c].to_numpy(zero_copy_only=False).astype(np.float64) for c in columns]
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a feature no instance has stays NaN
+        mean = np.nanmean(matrix, axis=0)[None, :]  # (1, F) the player's sample
+    n_model = models.nearest_n(instances.num_rows)
+    chosen = feature_set or models.feature_set()
+    raw, index = models.predict(mean, columns, chosen, n_model)
+    groups = models.group_names
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", player)
+    report = draw_report(models, instances, features, player, work_dir / f"estimate_{safe}.png")
+    rated = sorted(set(instances["rank_group"].drop_null().to_pylist()))
+    return Estimate(
+        player=player,
+        game=game,
+        games_found=games.num_rows,
+        games_used=instances.num_rows,
+        moves_used=int(pc.sum(instances["moves_all"]).as_py()),
+        n_model=n_model,
+        feature_set=chosen,
+        rank_group=groups[int(index[0])],
+        rank_group_index=int(index[0]),
+        prediction=float(raw[0]),
+        band=_band(groups, int(index[0])),
+        rank_groups=groups,
+        rated_rank_groups=rated,
+        report=str(report),
+        seconds=round(time.perf_counter() - started, 2),
+    )

@@ -1,0 +1,387 @@
+"""``kibitz extract``: the games table → the per-move features table, exactly once.
+
+Run::
+
+    kibitz extract chess --games kibitz-out/games --out kibitz-out/features
+    kibitz extract go --games kibitz-out/games --out kibitz-out/features-go --max-games 100
+
+Read top to bottom, a run:
+
+1. resolves the config (preset or ``--config``), refuses an output folder written with another
+   config or other net weights (its ``_config.yaml`` hash or a net's sha256 differs) unless
+   ``--force``, and saves ``_config.yaml``;
+2. plans chunks: every games file under ``GAMES/game=<kind>/`` cut into row ranges of
+   ``games_per_chunk``; a chunk id is blake2b(config hash, games file, row range), so a changed
+   config or games table never reuses old output;
+3. deletes files of chunks a killed run left without a marker, skips chunks already committed;
+4. runs the remaining chunks through the Ray stages (``actors/extract_runner.py``) with at most
+   ``max_in_flight`` in flight, committing each through :class:`ChunkStore` as it completes;
+5. failure path: a part that fails (a crashed actor, a dead engine twice, a bad game) is retried
+   once; a chunk failing twice is retried game by game, and a game failing twice is
+   quarantined (``_quarantine``) with its reason while the job goes on;
+6. writes ``_summary.json``: games, positions, stage seconds, throughput, quarantined games.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import signal
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+from tqdm import tqdm
+
+from pipeline.core.chunk_store import ChunkStore
+from pipeline.core.features_schema import PARTITION_COLUMNS
+from pipeline.extract.config import ExtractConfig
+from pipeline.extract.steps import (
+    QUARANTINE_SCHEMA,
+    GamesTableError,
+    Part,
+    PartResult,
+    quarantine_rows,
+    read_games_rows,
+)
+
+log = logging.getLogger(__name__)
+
+CONFIG_FILE = "_config.yaml"
+SUMMARY_FILE = "_summary.json"
+# Fault injection for the exactly-once tests: SIGKILL the driver after this many commits.
+CRASH_AFTER_ENV = "KIBITZ_EXTRACT_KILL_AFTER_COMMITS"
+ATTEMPTS = 2  # a part is tried this many times before it is split / quarantined
+# Resends after "actor restarting" per chunk; bounded, so an actor that never comes back still
+# ends in the attempts above instead of a loop.
+MAX_RESTART_WAITS = 8
+
+
+class ConfigMismatchError(ValueError):
+    """The output folder holds features extracted with a different config."""
+
+
+@dataclass(frozen=True)
+class ExtractChunk:
+    """One commit unit: rows [start, stop) of one games file."""
+
+    chunk_id: str
+    part: Part
+
+
+@dataclass
+class ChunkState:
+    """A chunk in flight: its parts (one, or one per game after two failures) and results."""
+
+    chunk: ExtractChunk
+    parts: list[Part]
+    results: dict[Part, PartResult] = field(default_factory=dict)
+    quarantined: list[pa.Table] = field(default_factory=list)
+    failures: dict[Part, int] = field(default_factory=dict)
+    restarts: int = 0  # resends after "actor restarting" (MAX_RESTART_WAITS)
+
+    @property
+    def complete(self) -> bool:
+        return all(p in self.results or self.failures.get(p, 0) >= ATTEMPTS for p in self.parts)
+
+
+# -- planning ------------------------------------------------------------------------------
+
+
+def chunk_id(config_hash: str, games_file: str, start: int, stop: int) -> str:
+    """16 hex chars: the same config over the same games rows always gets the same id."""
+    key = f"{config_hash}\x00{games_file}\x00{start}\x00{stop}".encode()
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
+
+
+def games_files(games_root: Path, game: str) -> list[str]:
+    """Games Parquet files of one game kind, relative to the root, in a stable order."""
+    base = games_root / f"game={game}"
+    if not base.is_dir():
+        raise GamesTableError(
+            f"no {game} games under {str(games_root)!r} (expected a game={game}/ folder that"
+            " `kibitz ingest` writes)"
+        )
+    return sorted(
+        p.relative_to(games_root).as_posix()
+        for p in base.rglob("*.parquet")
+        if not any(part.startswith("_") for part in p.relative_to(games_root).parts)
+    )
+
+
+def plan_chunks(
+    games_root: Path, config: ExtractConfig, *, max_games: int | None = None
+) -> list[ExtractChunk]:
+    """Every games file cut into ``games_per_chunk`` row ranges; ``max_games`` keeps the first."""
+    chunks = []
+    budget = max_games if max_games is not None else float("inf")
+    digest = config.config_hash()
+    for rel in games_files(games_root, config.game):
+        rows = pq.ParquetFile(games_root / rel).metadata.num_rows
+        for start in range(0, rows, config.games_per_chunk):
+            if budget <= 0:
+                return chunks
+            stop = int(min(start + config.games_per_chunk, rows, start + budget))
+            budget -= stop - start
+            chunks.append(ExtractChunk(chunk_id(digest, rel, start, stop), Part(rel, start, stop)))
+    return chunks
+
+
+def net_hashes(config: ExtractConfig) -> dict[str, str]:
+    """sha256 of the weights of every net the config names, by model (registry name or path).
+
+    The config names nets, not weights: a retrained ``kibitz-sscore-chess`` keeps its name, so
+    without these a resumed run once mixed s-scores of two different nets in one features table.
+    """
+    from pipeline.nets.registry import model_sha256  # imports torch: only when extracting
+
+    models = [n.model for n in (*config.imitation_nets, *config.strength_nets)]
+    if config.value.evaluator == "net" and config.value.model:
+        models.append(config.value.model)
+    return {model: model_sha256(model) for model in dict.fromkeys(models)}
+
+
+def check_output_config(
+    out_root: Path, config: ExtractConfig, nets: dict[str, str] | None = None
+) -> None:
+    """Refuse to add to an output folder that was written with another config or other weights.
+
+    ``nets`` (default: :func:`net_hashes`) is compared with the folder's record; a folder
+    written before Kibitz recorded the weights cannot be checked and is only warned about.
+    """
+    path = out_root / CONFIG_FILE
+    if not path.is_file():
+        return
+    old = yaml.safe_load(path.read_text()) or {}
+    if old.get("config_hash") != config.config_hash():
+        raise ConfigMismatchError(
+            f"{str(out_root)!r} holds features of config {old.get('config_hash')!r}, this run's"
+            f" config is {config.config_hash()!r}; use --force to replace them or another --out"
+        )
+    if "nets" not in old:
+        log.warning("%s records no net sha256 (written by an older Kibitz): weights unchecked",
+                    path)  # fmt: skip
+        return
+    nets = net_hashes(config) if nets is None else nets
+    changed = {m: (old["nets"].get(m), h) for m, h in nets.items() if old["nets"].get(m) != h}
+    if changed:
+        detail = "; ".join(f"{m}: {a} then, {b} now" for m, (a, b) in changed.items())
+        raise ConfigMismatchError(
+            f"{str(out_root)!r} holds features of other net weights ({detail}); use --force to"
+            " replace them or another --out"
+        )
+
+
+def save_config(
+    out_root: Path, config: ExtractConfig, games_root: Path, nets: dict[str, str]
+) -> None:
+    record = {
+        "config_hash": config.config_hash(),
+        "nets": nets,
+        "games": str(games_root),
+        "config": config.to_dict(),
+    }
+    out_root.mkdir(parents=True, exist_ok=True)
+    tmp = out_root / (CONFIG_FILE + ".tmp")
+    tmp.write_text(yaml.safe_dump(record, sort_keys=False))
+    os.replace(tmp, out_root / CONFIG_FILE)
+
+
+# -- committing ----------------------------------------------------------------------------
+
+
+def commit_chunk(store: ChunkStore, state: ChunkState, config: ExtractConfig) -> dict[str, Any]:
+    """Write one chunk's features and quarantine (parts in row order), then its marker."""
+    done = [state.results[p] for p in sorted(state.results, key=lambda p: p.start)]
+    schema = config.schema()
+    features = pa.concat_tables([r.features for r in done]) if done else schema.empty_table()
+    quarantine = [r.quarantine for r in done] + state.quarantined
+    quarantine = pa.concat_tables(quarantine) if quarantine else QUARANTINE_SCHEMA.empty_table()
+    part = state.chunk.part
+    meta = {
+        "games_file": part.games_file,
+        "start": part.start,
+        "stop": part.stop,
+        "config_hash": config.config_hash(),
+        "positions": features.num_rows,
+        "quarantined": quarantine.num_rows,
+        "split_by_game": len(state.parts) > 1,
+    }
+    store.commit(state.chunk.chunk_id, {"": features, "_quarantine": quarantine}, meta)
+    return meta
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+@dataclass
+class RunStats:
+    games: int = 0
+    positions: int = 0
+    searches: int = 0
+    stage_s: dict[str, float] = field(default_factory=dict)
+    net_s: float = 0.0
+    retries: int = 0
+    quarantined: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, result: PartResult) -> None:
+        self.positions += result.positions
+        self.searches += result.searches
+        self.net_s += result.net_s
+        for stage, seconds in result.stage_s.items():
+            self.stage_s[stage] = self.stage_s.get(stage, 0.0) + seconds
+
+
+def run_extract(
+    config: ExtractConfig,
+    games_root: Path,
+    out_root: Path,
+    *,
+    address: str | None = None,
+    num_cpus: int | None = None,
+    max_games: int | None = None,
+    force: bool = False,
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Run (or resume) one extraction; return the summary, also written to ``_summary.json``."""
+    # Imported here: `pipeline` stays importable without Ray; this is where the driver
+    # crosses into `actors`.
+    from actors.extract_runner import ACTOR_RESTARTING, RAY_ERRORS, ExtractRunner
+
+    games_root, out_root = Path(games_root), Path(out_root)
+    store = ChunkStore(out_root, PARTITION_COLUMNS)
+    if force:
+        store.reset()
+        (out_root / CONFIG_FILE).unlink(missing_ok=True)
+    nets = net_hashes(config)
+    check_output_config(out_root, config, nets)
+    chunks = plan_chunks(games_root, config, max_games=max_games)
+    save_config(out_root, config, games_root, nets)
+    removed = store.clean_partial()
+    if removed:
+        log.info("removed %d files of chunks a killed run left unfinished", removed)
+    done = store.done_ids()
+    todo = deque(c for c in chunks if c.chunk_id not in done)
+    crash_after = int(os.environ.get(CRASH_AFTER_ENV, "0"))
+    stats = RunStats()
+    commits = 0
+    total_games = sum(c.part.stop - c.part.start for c in todo)
+    progress = tqdm(total=total_games, desc=f"extract {config.game}", unit=" games",
+                    disable=not show_progress, mininterval=1.0)  # fmt: skip
+    started = time.perf_counter()
+    with ExtractRunner(config, str(games_root), address=address, num_cpus=num_cpus) as runner:
+        in_flight: dict[Any, tuple[ChunkState, Part]] = {}
+        states: deque[tuple[ChunkState, Part]] = deque()
+
+        def submit(state: ChunkState, part: Part) -> None:
+            in_flight[runner.submit(part)] = (state, part)
+
+        while todo or in_flight or states:
+            chunks_open = {id(s) for s, _ in in_flight.values()}
+            while todo and len(chunks_open) < config.max_in_flight:
+                chunk = todo.popleft()
+                state = ChunkState(chunk, [chunk.part])
+                submit(state, chunk.part)
+                chunks_open.add(id(state))
+            ref = runner.wait_one(list(in_flight))
+            state, part = in_flight.pop(ref)
+            try:
+                result = runner.get(ref)
+            except RAY_ERRORS as exc:
+                if isinstance(exc, ACTOR_RESTARTING) and state.restarts < MAX_RESTART_WAITS:
+                    # Sent while an actor restarted: wait for it, resend, count no attempt.
+                    state.restarts += 1
+                    stats.retries += 1
+                    log.warning("part %s hit a restarting actor; waiting for it", part)
+                    runner.wait_ready()
+                    submit(state, part)
+                    continue
+                failures = state.failures.get(part, 0) + 1
+                state.failures[part] = failures
+                stats.retries += 1
+                reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                log.warning("part %s failed (%d/%d): %s", part, failures, ATTEMPTS, reason)
+                if failures < ATTEMPTS:
+                    submit(state, part)
+                elif part.stop - part.start > 1:
+                    state.parts.remove(part)
+                    singles = [
+                        Part(part.games_file, r, r + 1) for r in range(part.start, part.stop)
+                    ]
+                    state.parts.extend(singles)
+                    for single in singles:
+                        submit(state, single)
+                else:
+                    games = read_games_rows(games_root, part)
+                    state.quarantined.append(
+                        quarantine_rows(games, part, {0: reason}, type(exc).__name__)
+                    )
+            else:
+                state.results[part] = result
+                stats.add(result)
+                progress.update(part.stop - part.start)
+                progress.set_postfix(
+                    pos_s=f"{stats.positions / (time.perf_counter() - started):.0f}"
+                )
+            if any(s is state for s, _ in in_flight.values()) or not state.complete:
+                continue
+            meta = commit_chunk(store, state, config)
+            stats.games += state.chunk.part.stop - state.chunk.part.start
+            for q in state.quarantined + [r.quarantine for r in state.results.values()]:
+                stats.quarantined += q.select(
+                    ["games_file", "row", "game_id", "reason"]
+                ).to_pylist()
+            commits += 1
+            log.debug("committed chunk %s: %s", state.chunk.chunk_id, meta)
+            if crash_after and commits >= crash_after:
+                os.kill(os.getpid(), signal.SIGKILL)
+    progress.close()
+    wall_s = time.perf_counter() - started
+    summary = build_summary(config, chunks, store, stats, wall_s, games_root, out_root)
+    (out_root / SUMMARY_FILE).write_text(json.dumps(summary, indent=1, sort_keys=True))
+    return summary
+
+
+def build_summary(
+    config: ExtractConfig,
+    chunks: list[ExtractChunk],
+    store: ChunkStore,
+    stats: RunStats,
+    wall_s: float,
+    games_root: Path,
+    out_root: Path,
+) -> dict[str, Any]:
+    """Counts over the whole output (every committed chunk) and this run's timings."""
+    markers = store.markers()
+    planned = {c.chunk_id for c in chunks}
+    committed = [m for cid, m in markers.items() if cid in planned]
+    nets_s = stats.stage_s.get("nets", 0.0)
+    return {
+        "game": config.game,
+        "games_dir": str(games_root),
+        "out_dir": str(out_root),
+        "config_hash": config.config_hash(),
+        "chunks": {"planned": len(chunks), "committed": len(committed)},
+        "games": sum(m["meta"]["stop"] - m["meta"]["start"] for m in committed),
+        "positions": sum(m["meta"]["positions"] for m in committed),
+        "quarantined_games": sum(m["meta"]["quarantined"] for m in committed),
+        "this_run": {
+            "games": stats.games,
+            "positions": stats.positions,
+            "wall_s": round(wall_s, 3),
+            "positions_per_s": round(stats.positions / wall_s, 1) if wall_s else None,
+            "stage_s": {k: round(v, 3) for k, v in sorted(stats.stage_s.items())},
+            "net_s": round(stats.net_s, 3),
+            "net_share_of_net_stage": round(stats.net_s / nets_s, 3) if nets_s else None,
+            "stockfish_searches": stats.searches,
+            "retries": stats.retries,
+            "quarantined": stats.quarantined,
+        },
+    }

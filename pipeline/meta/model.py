@@ -1,0 +1,508 @@
+"""The rank-estimation meta-models of Kuboki et al. (2025) and the Chen et al. baseline.
+
+Protocol (one call of :func:`train_and_evaluate` per sample size n):
+
+1. instances (rows of ``player_instance_features``) are split by game with
+   :mod:`pipeline.core.data_split` (default 80 / 10 / 10): training samples come from the train games,
+   validation samples from the validation games (so no game feeds both, which a random 80:20
+   split of averaged samples would allow), evaluation samples from the evaluation games.
+   With ``MetaConfig.fit_split = "validation"`` the first two swap, for features of a net
+   trained on the train games, which scores them better than new games (on the chess subset of
+   docs/meta.md the Spearman correlation of mean s-score with rank group is 0.716 on
+   train-split instances against 0.593 on evaluation ones);
+2. a sample is the mean features of n instances (:mod:`pipeline.meta.samples`); the target is
+   the rank group index, 0 = weakest (``rank_groups.group_index``);
+3. one LightGBM regressor per (feature set, n) with LightGBM's default parameters and a fixed
+   seed; a prediction is the regression output rounded and clipped to a valid group;
+4. evaluation with both protocols: rank-group sampling (500 draws per group) and
+   player-specific sampling (n of one player's own instances, 5 repeats). Every feature set and
+   the baseline see the same evaluation draws.
+
+The Chen, Shih & Wu (2025) baseline predicts the group whose mean s-score over the training
+instances is nearest to the sample's mean s-score (one baseline per strength net).
+
+Feature sets are unions of column families (:data:`FAMILIES`): the paper's full set is s-score +
+priors + loss; the ablations drop one family or add the difficulty-corrected losses.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.core.data_split import (
+    EVALUATION,
+    SPLITS,
+    TRAIN,
+    VALIDATION,
+    SplitConfig,
+    assign_splits,
+)
+from pipeline.core.features_schema import column_slug
+from pipeline.meta.aggregate import feature_columns
+from pipeline.meta.samples import Samples, player_samples, rank_group_samples
+
+if TYPE_CHECKING:
+    import lightgbm as lgb
+
+log = logging.getLogger(__name__)
+
+SAMPLINGS = ("rank_group", "player")
+DEFAULT_NS = (1, 5, 10, 15, 20)
+
+# Column families of sql/marts/player_instance_features.sql.
+FAMILIES: dict[str, re.Pattern[str]] = {
+    "sscore": re.compile(r"^sscore_(.+)_(?:mean|median|std)_(?:k25|k50|all)$"),  # (1): net
+    "prior": re.compile(r"^prior_.+_geomean_(k25|k50|all)$"),
+    "loss": re.compile(r"^loss_(mean|median|std)_(k25|k50|all)$"),
+    "dcloss": re.compile(r"^loss_c6[1-4]_mean_(k25|k50|all)$"),
+    "top1": re.compile(r"^top1_.+_rate_(k25|k50|all)$"),
+}
+# The paper's full set and its ablations (Table 2); top-1 rates are available but not in it.
+FEATURE_SETS: dict[str, tuple[str, ...]] = {
+    "full": ("sscore", "prior", "loss"),
+    "no_sscore": ("prior", "loss"),
+    "no_prior": ("sscore", "loss"),
+    "no_loss": ("sscore", "prior"),
+    "full_dcloss": ("sscore", "prior", "loss", "dcloss"),
+}
+CHEN_PREFIX = "chen_sscore_"  # method name of the baseline: chen_sscore_<net>
+
+
+class MetaDataError(ValueError):
+    """Instance tables that cannot train or evaluate a meta-model."""
+
+
+FIT_SPLITS = ("train", "validation")
+
+
+@dataclass
+class MetaConfig:
+    """Everything that decides a meta-model's numbers; logged as MLflow parameters."""
+
+    ns: tuple[int, ...] = DEFAULT_NS
+    feature_sets: tuple[str, ...] = tuple(FEATURE_SETS)
+    split: SplitConfig = field(default_factory=SplitConfig)
+    train_draws_per_group: int = 2000  # training samples per rank group and n
+    validation_draws_per_group: int = 500
+    eval_draws_per_group: int = 500  # the paper's rank-group protocol
+    player_repeats: int = 5  # the paper's player-specific protocol
+    seed: int = 0
+    # The split whose instances the meta-models (and the Chen baseline's group means) are
+    # fitted on; the other of train / validation monitors the fit. "validation" keeps the
+    # features of nets trained on the train split (Kibitz's s-score and Go policy nets) out of
+    # sample, with an eighth of the games (docs/meta.md measures both).
+    fit_split: str = "train"
+    # The strength nets (extraction config names) whose s-scores the models may use; empty:
+    # every one in the features (the chess preset extracts two).
+    sscore_nets: tuple[str, ...] = ()
+    # LightGBM defaults (100 trees, 31 leaves, lr 0.1) plus what makes a run repeatable.
+    lgbm_params: dict = field(
+        default_factory=lambda: {"deterministic": True, "force_row_wise": True, "verbose": -1}
+    )
+
+
+@dataclass
+class InstanceData:
+    """The instance table as arrays, with rank groups ordered weakest → strongest."""
+
+    features: np.ndarray  # (N, F) float64
+    columns: list[str]  # F feature column names
+    group: np.ndarray  # (N,) int64 rank group index
+    split: np.ndarray  # (N,) int8 TRAIN / VALIDATION / EVALUATION
+    unit: np.ndarray  # (N,) int64 (player, rank group) id for player-specific sampling
+    game_id: np.ndarray  # (N,) object
+    group_names: list[str]  # index → rank group label
+
+    @property
+    def groups(self) -> int:
+        return len(self.group_names)
+
+    def subset(self, rows: np.ndarray) -> InstanceData:
+        return InstanceData(
+            self.features[rows], self.columns, self.group[rows], self.split[rows],
+            self.unit[rows], self.game_id[rows], self.group_names,
+        )  # fmt: skip
+
+    def with_columns(self, keep: Sequence[int]) -> InstanceData:
+        """The same instances with only the feature columns at ``keep``."""
+        return InstanceData(
+            self.features[:, list(keep)], [self.columns[i] for i in keep], self.group,
+            self.split, self.unit, self.game_id, self.group_names,
+        )  # fmt: skip
+
+
+@dataclass
+class Evaluation:
+    """One method evaluated on one protocol at one n."""
+
+    method: str  # feature set name or chen_sscore_<net>
+    sampling: str  # "rank_group" | "player"
+    n: int
+    label: np.ndarray  # (S,) true group index
+    raw: np.ndarray  # (S,) continuous prediction (meta-model) or predicted index (baseline)
+    predicted: np.ndarray  # (S,) group index
+    groups: int
+
+    @property
+    def samples(self) -> int:
+        return int(self.label.shape[0])
+
+    @property
+    def accuracy(self) -> float:
+        return float(np.mean(self.predicted == self.label)) if self.samples else float("nan")
+
+    @property
+    def accuracy_pm1(self) -> float:
+        """Share of samples whose predicted group is the true one or a neighbour."""
+        if not self.samples:
+            return float("nan")
+        return float(np.mean(np.abs(self.predicted - self.label) <= 1))
+
+    def confusion(self) -> np.ndarray:
+        """(G, G) counts: row = true group, column = predicted group."""
+        g = self.groups
+        return np.bincount(self.label * g + self.predicted, minlength=g * g).reshape(g, g)
+
+
+@dataclass
+class TrainedModel:
+    """One LightGBM regressor of one feature set at one n."""
+
+    feature_set: str
+    n: int
+    columns: list[str]
+    booster: lgb.Booster
+    groups: int
+    importance: dict[str, float]  # total gain per column
+    validation_l2: float
+
+    def predict(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(continuous output, group index) for rows of ``features`` in ``columns`` order."""
+        raw = self.booster.predict(features)
+        return raw, round_to_group(raw, self.groups)
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.booster.save_model(str(path))
+
+
+def round_to_group(raw: np.ndarray, groups: int) -> np.ndarray:
+    """Regression output → the nearest valid group index (round, then clip)."""
+    return np.clip(np.rint(raw), 0, groups - 1).astype(np.int64)
+
+
+def family_columns(columns: Sequence[str], families: Sequence[str]) -> list[str]:
+    """The columns of ``columns`` in any of ``families``, in table order."""
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise MetaDataError(f"unknown feature families {unknown!r}; known: {sorted(FAMILIES)}")
+    return [c for c in columns if any(FAMILIES[f].match(c) for f in families)]
+
+
+def keep_sscore_nets(data: InstanceData, nets: Sequence[str]) -> InstanceData:
+    """``data`` with the s-score columns of the strength nets ``nets`` only (their extraction
+    config names); all of them when ``nets`` is empty. A features table has one s-score per
+    strength net of its extraction, and which of them helps a meta-model is the user's to ask."""
+    if not nets:
+        return data
+    wanted = {column_slug(net) for net in nets}
+    net_of = [FAMILIES["sscore"].match(c) for c in data.columns]
+    present = {m.group(1) for m in net_of if m}
+    if wanted - present:
+        raise MetaDataError(
+            f"no s-score columns of strength nets {sorted(wanted - present)}; the aggregates"
+            f" have {sorted(present) or 'none'}"
+        )
+    keep = [i for i, m in enumerate(net_of) if m is None or m.group(1) in wanted]
+    return data.with_columns(keep)
+
+
+def feature_set_columns(columns: Sequence[str], feature_set: str) -> list[str]:
+    """The columns of a named feature set (:data:`FEATURE_SETS`)."""
+    if feature_set not in FEATURE_SETS:
+        raise MetaDataError(f"unknown feature set {feature_set!r}; known: {sorted(FEATURE_SETS)}")
+    return family_columns(columns, FEATURE_SETS[feature_set])
+
+
+def instance_data(
+    instances: pa.Table,
+    rank_groups: pa.Table,
+    *,
+    game: str,
+    split: SplitConfig | None = None,
+) -> InstanceData:
+    """Arrays of one game kind's instances that have a rank group known to ``rank_groups``."""
+    split = split or SplitConfig()
+    instances = instances.filter(pc.equal(instances["game"], game))
+    groups = rank_groups.filter(pc.equal(rank_groups["game"], game)).sort_by("group_index")
+    names = groups["rank_group"].to_pylist()
+    if not names:
+        raise MetaDataError(f"no {game!r} rank groups in the aggregates")
+    index = pc.index_in(instances["rank_group"], value_set=pa.array(names))
+    keep = pc.is_valid(index)
+    instances, index = instances.filter(keep), index.filter(keep)
+    if instances.num_rows == 0:
+        raise MetaDataError(f"no {game!r} player instances with a rank group")
+    columns = feature_columns(instances.column_names)
+    features = np.column_stack(
+        [instances[c].to_numpy(zero_copy_only=False).astype(np.float64) for c in columns]
+    )  # (N, F)
+    group = index.to_numpy(zero_copy_only=False).astype(np.int64)
+    game_id = np.asarray(instances["game_id"].to_pylist(), dtype=object)
+    unique_games, game_row = np.unique(game_id, return_inverse=True)
+    split_codes = assign_splits(unique_games.tolist(), split)[game_row]
+    players = pc.fill_null(instances["player"], "").to_numpy(zero_copy_only=False)
+    unit_key = np.char.add(np.char.add(players.astype(str), "\x00"), group.astype(str))
+    unit = np.unique(unit_key, return_inverse=True)[1].astype(np.int64)
+    return InstanceData(features, columns, group, split_codes, unit, game_id, names)
+
+
+def _rng(seed: int, n: int, purpose: int) -> np.random.Generator:
+    """One generator per (seed, n, purpose): draws do not depend on what ran before."""
+    return np.random.default_rng([seed, n, purpose])
+
+
+def _check_groups(data: InstanceData, n: int, what: str) -> None:
+    counts = np.bincount(data.group, minlength=data.groups)
+    small = [data.group_names[g] for g in np.flatnonzero(counts < n)]
+    if small:
+        raise MetaDataError(
+            f"{what}: rank groups {small!r} have fewer than n={n} instances"
+            f" (counts {dict(zip(data.group_names, counts.tolist(), strict=True))})"
+        )
+
+
+def fit_and_monitor_splits(config: MetaConfig) -> tuple[int, int]:
+    """The split codes the meta-models are fitted on and monitored with."""
+    if config.fit_split not in FIT_SPLITS:
+        raise MetaDataError(f"fit_split must be one of {FIT_SPLITS!r}, got {config.fit_split!r}")
+    return (TRAIN, VALIDATION) if config.fit_split == "train" else (VALIDATION, TRAIN)
+
+
+def build_samples(data: InstanceData, n: int, config: MetaConfig) -> dict[str, Samples | None]:
+    """Train, validation and evaluation samples of one n, all feature columns.
+
+    "train" samples come from ``config.fit_split``'s instances, "validation" ones from the
+    other split. Validation only monitors the fit (LightGBM defaults, no early stopping), so a
+    validation split too small for n is skipped with a warning (``None``); train and
+    evaluation are not.
+    """
+    fit, monitor = fit_and_monitor_splits(config)
+    parts = {
+        "train": data.subset(np.flatnonzero(data.split == fit)),
+        "validation": data.subset(np.flatnonzero(data.split == monitor)),
+        "evaluation": data.subset(np.flatnonzero(data.split == EVALUATION)),
+    }
+    draws = {
+        "train": config.train_draws_per_group,
+        "validation": config.validation_draws_per_group,
+        "evaluation": config.eval_draws_per_group,
+    }
+    labels = {  # what an error calls each part
+        "train": f"fit split ({SPLITS[fit]}; --fit-split chooses it)",
+        "validation": f"monitoring split ({SPLITS[monitor]})",
+        "evaluation": "evaluation split",
+    }
+    out = {}
+    for purpose, (name, part) in enumerate(parts.items()):
+        try:
+            _check_groups(part, n, labels[name])
+        except MetaDataError as exc:
+            if name != "validation":
+                raise
+            log.warning("n=%d: no validation samples: %s", n, exc)
+            out[name] = None
+            continue
+        out[name] = rank_group_samples(
+            part.features, part.group, n=n, draws_per_group=draws[name],
+            rng=_rng(config.seed, n, purpose),
+        )  # fmt: skip
+    return out
+
+
+def player_eval_samples(data: InstanceData, n: int, config: MetaConfig) -> Samples:
+    """Player-specific samples of ``data`` (already restricted to evaluation instances)."""
+    return player_samples(
+        data.features, data.unit, data.group, n=n, repeats=config.player_repeats,
+        rng=_rng(config.seed, n, 3),
+    )  # fmt: skip
+
+
+def fit_model(
+    columns: Sequence[str],
+    feature_set: str,
+    n: int,
+    train: Samples,
+    validation: Samples | None,
+    *,
+    groups: int,
+    config: MetaConfig,
+) -> TrainedModel:
+    """One LightGBM regressor on the ``feature_set`` columns of the samples."""
+    chosen = feature_set_columns(columns, feature_set)
+    if not chosen:
+        raise MetaDataError(f"feature set {feature_set!r} has no columns in the aggregates")
+    pick = [columns.index(c) for c in chosen]
+    params = {"objective": "regression", "seed": config.seed, **config.lgbm_params}
+    import lightgbm as lgb  # here, not at the top: the CLI parses options without it
+
+    train_set = lgb.Dataset(train.features[:, pick], label=train.label, feature_name=chosen)
+    record: dict = {}
+    valid_sets = []
+    if validation is not None:
+        valid_sets = [
+            lgb.Dataset(validation.features[:, pick], label=validation.label, reference=train_set)
+        ]
+    booster = lgb.train(
+        params, train_set, valid_sets=valid_sets, valid_names=["validation"][: len(valid_sets)],
+        callbacks=[lgb.record_evaluation(record)],
+    )  # fmt: skip
+    gains = booster.feature_importance(importance_type="gain")
+    l2 = record.get("validation", {}).get("l2", [float("nan")])[-1]
+    importance = dict(zip(chosen, gains.tolist(), strict=True))
+    return TrainedModel(feature_set, n, chosen, booster, groups, importance, l2)
+
+
+def evaluate_model(
+    model: TrainedModel, columns: Sequence[str], samples: Samples, sampling: str, groups: int
+) -> Evaluation:
+    pick = [columns.index(c) for c in model.columns]
+    raw = model.booster.predict(samples.features[:, pick]) if len(samples) else np.empty(0)
+    predicted = round_to_group(raw, groups)
+    return Evaluation(model.feature_set, sampling, model.n, samples.label, raw, predicted, groups)
+
+
+def chen_group_means(data: InstanceData, config: MetaConfig) -> dict[str, np.ndarray]:
+    """Per strength net: mean s-score of each rank group over the instances of the fit split
+    (``config.fit_split``), (G,)."""
+    train = data.subset(np.flatnonzero(data.split == fit_and_monitor_splits(config)[0]))
+    means = {}
+    for column in data.columns:
+        match = re.match(r"^sscore_(.+)_mean_all$", column)
+        if not match:
+            continue
+        values = train.features[:, data.columns.index(column)]
+        ok = np.isfinite(values)
+        sums = np.bincount(train.group[ok], weights=values[ok], minlength=data.groups)
+        counts = np.bincount(train.group[ok], minlength=data.groups)
+        with np.errstate(invalid="ignore"):
+            means[match.group(1)] = sums / counts
+    return means
+
+
+def chen_predict(sample_sscore: np.ndarray, group_means: np.ndarray) -> np.ndarray:
+    """The group whose mean s-score is nearest (Chen, Shih & Wu 2025); ties → weaker group."""
+    distance = np.abs(sample_sscore[:, None] - group_means[None, :])  # (S, G)
+    distance = np.where(np.isfinite(distance), distance, np.inf)
+    return np.argmin(distance, axis=1).astype(np.int64)
+
+
+def evaluate_chen(
+    net: str,
+    group_means: np.ndarray,
+    columns: Sequence[str],
+    samples: Samples,
+    sampling: str,
+    n: int,
+) -> Evaluation:
+    sscore = samples.features[:, columns.index(f"sscore_{net}_mean_all")]
+    predicted = chen_predict(sscore, group_means)
+    return Evaluation(
+        f"{CHEN_PREFIX}{net}",
+        sampling,
+        n,
+        samples.label,
+        predicted.astype(np.float64),
+        predicted,
+        len(group_means),
+    )
+
+
+@dataclass
+class NResult:
+    """Everything trained and measured at one n."""
+
+    n: int
+    models: dict[str, TrainedModel]
+    evaluations: list[Evaluation]
+
+
+def train_and_evaluate(
+    data: InstanceData,
+    n: int,
+    config: MetaConfig,
+    *,
+    player_data: InstanceData | None = None,
+) -> NResult:
+    """Train every feature set at sample size ``n`` and evaluate it and the baseline.
+
+    ``player_data``: instances for the player-specific protocol (default: the evaluation
+    split of ``data``); e.g. Fox's by-player games, which are not in the rank-group data.
+    """
+    samples = build_samples(data, n, config)
+    if player_data is None:
+        player_data = data.subset(np.flatnonzero(data.split == EVALUATION))
+    if player_data.columns != data.columns:
+        raise MetaDataError("player-specific instances have other feature columns than training")
+    per_sampling = {
+        "rank_group": samples["evaluation"],
+        "player": player_eval_samples(player_data, n, config),
+    }
+    models: dict[str, TrainedModel] = {}
+    evaluations: list[Evaluation] = []
+    trained_columns: dict[tuple[str, ...], str] = {}
+    for feature_set in config.feature_sets:
+        columns = tuple(feature_set_columns(data.columns, feature_set))
+        if not columns or columns in trained_columns:
+            # e.g. no strength net extracted: "no_sscore" is "full"; train it once
+            log.info("feature set %s: same columns as %s, not trained again", feature_set,
+                     trained_columns.get(columns, "none"))  # fmt: skip
+            continue
+        trained_columns[columns] = feature_set
+        model = fit_model(
+            data.columns, feature_set, n, samples["train"], samples["validation"],
+            groups=data.groups, config=config,
+        )  # fmt: skip
+        models[feature_set] = model
+        for sampling, eval_samples in per_sampling.items():
+            evaluations.append(
+                evaluate_model(model, data.columns, eval_samples, sampling, data.groups)
+            )
+    for net, means in chen_group_means(data, config).items():
+        for sampling, eval_samples in per_sampling.items():
+            evaluations.append(evaluate_chen(net, means, data.columns, eval_samples, sampling, n))
+    return NResult(n, models, evaluations)
+
+
+def results_table(evaluations: Sequence[Evaluation]) -> pa.Table:
+    """Long table: method, sampling, n, samples, accuracy, accuracy_pm1."""
+    return pa.table(
+        {
+            "method": [e.method for e in evaluations],
+            "sampling": [e.sampling for e in evaluations],
+            "n": pa.array([e.n for e in evaluations], pa.int32()),
+            "samples": pa.array([e.samples for e in evaluations], pa.int64()),
+            "accuracy": pa.array([e.accuracy for e in evaluations], pa.float64()),
+            "accuracy_pm1": pa.array([e.accuracy_pm1 for e in evaluations], pa.float64()),
+        }
+    )
+
+
+def importance_table(models: Mapping[str, TrainedModel]) -> pa.Table:
+    """Gain importance per (feature set, n, column), largest first within each model."""
+    rows = [
+        (m.feature_set, m.n, column, gain)
+        for m in models.values()
+        for column, gain in sorted(m.importance.items(), key=lambda kv: -kv[1])
+    ]
+    names = ("feature_set", "n", "column", "gain")
+    return pa.table({k: [r[i] for r in rows] for i, k in enumerate(names)})

@@ -1,0 +1,452 @@
+"""``kibitz train meta``: train and evaluate the meta-models, track them in MLflow, save them.
+
+One call is one MLflow parent run (experiment ``kibitz-meta-<game>``); under it, one child run
+per (feature set or baseline, n, sampling) with the parameters feature_set, n, sampling,
+split_hash, the nets' sha256 and the aggregation's α, γ; metrics accuracy, accuracy_pm1,
+samples; artifacts: confusion-matrix and calibration PNGs and, on the rank-group child, the
+LightGBM model file. The parent holds the Table 2 / Tables 6-7 shaped tables, the feature
+importances and the accuracy-vs-n plots, so feature sets compare side by side in the MLflow UI.
+
+Output folder (what ``kibitz estimate`` loads, see :func:`load_meta_models`)::
+
+    OUT/meta_models.json              manifest: game, rank groups, columns per feature set, n, …
+    OUT/models/<feature_set>/n<n>.txt LightGBM models
+    OUT/tables/results.{csv,parquet}  long results; table2_rank_group.md, table67_player.md
+    OUT/tables/importance.{csv,parquet}, confusion.{csv,parquet} (non-zero cells)
+    OUT/plots/*.png
+    OUT/mlflow.db, OUT/mlartifacts/   the embedded MLflow store (unless --tracking-uri)
+
+Run: ``kibitz train meta chess --features kibitz-out/features-chess --out kibitz-out/meta-chess``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from pipeline.core.data_split import EVALUATION, TRAIN, VALIDATION
+from pipeline.core.tracking import (
+    default_tracking_uri,
+    log_file,
+    log_metrics,
+    log_table,
+    tracked_run,
+)
+from pipeline.meta import report as meta_report
+from pipeline.meta.aggregate import (
+    AggregateConfig,
+    features_run_config,
+    load_mart,
+    load_summary,
+    run_aggregate,
+)
+from pipeline.meta.model import (
+    Evaluation,
+    InstanceData,
+    MetaConfig,
+    MetaDataError,
+    NResult,
+    chen_group_means,
+    feature_set_columns,
+    importance_table,
+    instance_data,
+    keep_sscore_nets,
+    results_table,
+    round_to_group,
+    train_and_evaluate,
+)
+
+log = logging.getLogger(__name__)
+
+MANIFEST_FILE = "meta_models.json"
+EXPERIMENT = "kibitz-meta-{game}"
+
+
+class MetaModelsNotFoundError(FileNotFoundError):
+    """A folder without the manifest of ``kibitz train meta``."""
+
+
+def feature_nets(features_dir: Path | None) -> tuple[list[dict], dict]:
+    """The imitation and strength nets of a features run (``_config.yaml``), and that file."""
+    if features_dir is None:
+        return [], {}
+    run_config = features_run_config(features_dir)
+    config = run_config.get("config", {})
+    return config.get("imitation_nets", []) + config.get("strength_nets", []), run_config
+
+
+def _registry_entry(model: str) -> Any:
+    """The registry entry of ``model``; None for a path or a name the registry lacks."""
+    from pipeline.nets.registry import ModelNotFoundError, find_entry
+
+    try:
+        return find_entry(model)
+    except (ModelNotFoundError, KeyError, ValueError):
+        return None
+
+
+def net_hashes(features_dir: Path | None) -> dict[str, str]:
+    """sha256 of each net of the features run, by column name part.
+
+    The sha256 ``kibitz extract`` recorded in ``_config.yaml`` (the weights the features came
+    from); for features written before it recorded them, the registry's current entry, and
+    ``"unregistered"`` for nets given as paths or missing from the registry.
+    """
+    nets, run_config = feature_nets(features_dir)
+    recorded = run_config.get("nets") or {}
+    hashes = {}
+    for net in nets:
+        sha = recorded.get(net["model"])
+        if not sha:
+            entry = _registry_entry(net["model"])
+            sha = entry.sha256 if entry is not None else "unregistered"
+        hashes[net["name"]] = sha
+    value = run_config.get("config", {}).get("value", {})
+    if value.get("evaluator") == "stockfish":
+        hashes["value"] = f"stockfish nodes={value.get('nodes')}"
+    return hashes
+
+
+def kibitz_trained_nets(features_dir: Path | None) -> list[str]:
+    """The nets of a features run that ``kibitz train`` made (formats ``kibitz-sscore``,
+    ``kibitz-sscore-levels`` and ``kibitz-go-policy``, by registry entry or ``.kibitz.pt``
+    file): Kibitz trains them on the train split of its one game split (``pipeline.core.data_split``)."""
+    found = []
+    for net in feature_nets(features_dir)[0]:
+        model = str(net["model"])
+        if model.endswith(".kibitz.pt"):
+            fmt = "kibitz"
+        else:
+            entry = _registry_entry(model)
+            fmt = entry.format if entry is not None else ""
+        if fmt.startswith("kibitz") and model not in found:
+            found.append(model)
+    return found
+
+
+def warn_in_sample(config: MetaConfig, trained: list[str]) -> None:
+    """Say when a feature net has seen the games the meta-models are fitted on.
+
+    A net trained on the train split scores those games better than new ones (the s-score's
+    Spearman correlation with the band: 0.716 on train-split instances, 0.626 on validation
+    ones and 0.593 on evaluation ones in docs/meta.md), so its features are in-sample for a
+    meta-model fitted there. Fitting on the validation split avoids it but has an eighth of
+    the games, and on the chess run of docs/meta.md fitted worse models; so the choice is the
+    user's (``--fit-split``).
+    """
+    if trained and config.fit_split == "train":
+        log.warning(
+            "%s trained on the train split's games: their features are in-sample for meta-models"
+            " fitted there (compare the no_sscore set, or fit with --fit-split validation)",
+            ", ".join(trained),
+        )
+
+
+def _write_table(table: pa.Table, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path.with_suffix(".parquet"))
+    pa_csv.write_csv(table, path.with_suffix(".csv"))
+
+
+def _save_figure(fig: Any, path: Path) -> None:
+    """Save a PNG to the output folder, then log that file as an artifact of the active run."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    log_file(path, artifact_path="plots")
+
+
+@dataclass
+class TrainMetaRun:
+    """Inputs of one ``kibitz train meta`` call."""
+
+    game: str
+    out_dir: Path
+    features_dir: Path | None = None
+    aggregates_dir: Path | None = None  # default: OUT/aggregates, built from features_dir
+    player_aggregates_dir: Path | None = None  # player-specific protocol on other instances
+    tracking_uri: str | None = None  # default: the embedded store in out_dir
+    aggregate: AggregateConfig = field(default_factory=AggregateConfig)
+
+
+def prepare_aggregates(run: TrainMetaRun) -> Path:
+    """The aggregates folder to read, building it from the features when needed."""
+    if (
+        run.aggregates_dir is not None
+        and (run.aggregates_dir / "player_instance_features.parquet").is_file()
+    ):
+        return run.aggregates_dir
+    if run.features_dir is None:
+        raise MetaDataError("give --features (to aggregate) or an existing --aggregates folder")
+    target = run.aggregates_dir or run.out_dir / "aggregates"
+    summary = run_aggregate(run.features_dir, target, config=run.aggregate)
+    log.info("aggregated %s moves into %s in %.2f s", summary["moves"], target, summary["sql_s"])
+    return target
+
+
+def _player_data(run: TrainMetaRun, data: InstanceData, config: MetaConfig) -> InstanceData | None:
+    """Instances of a separate player-specific set, minus any game the meta-model trained on."""
+    if run.player_aggregates_dir is None:
+        return None
+    other = instance_data(
+        load_mart(run.player_aggregates_dir, "player_instance_features"),
+        load_mart(run.aggregates_dir or run.out_dir / "aggregates", "rank_groups"),
+        game=run.game,
+        split=config.split,
+    )
+    other = keep_sscore_nets(other, config.sscore_nets)
+    if other.columns != data.columns:
+        raise MetaDataError(
+            f"{str(run.player_aggregates_dir)!r} has other feature columns than the training"
+            " aggregates (extract both with the same config)"
+        )
+    seen = set(data.game_id[data.split != EVALUATION].tolist())
+    keep = np.fromiter((g not in seen for g in other.game_id), dtype=bool, count=len(other.game_id))
+    return other.subset(np.flatnonzero(keep))
+
+
+def _child(
+    evaluation: Evaluation,
+    *,
+    run: TrainMetaRun,
+    tracking_uri: str,
+    parent_id: str,
+    base_params: dict[str, Any],
+    group_names: Sequence[str],
+    model: Any,
+) -> None:
+    params = {
+        **base_params,
+        "feature_set": evaluation.method,
+        "n": evaluation.n,
+        "sampling": evaluation.sampling,
+    }
+    name = f"{evaluation.method} n={evaluation.n} {evaluation.sampling}"
+    with tracked_run(
+        EXPERIMENT.format(game=run.game), run_name=name, tracking_uri=tracking_uri,
+        params=params, parent_run_id=parent_id,
+    ):  # fmt: skip
+        log_metrics(
+            {
+                "accuracy": evaluation.accuracy,
+                "accuracy_pm1": evaluation.accuracy_pm1,
+                "samples": evaluation.samples,
+            }
+        )
+        if evaluation.samples == 0:
+            return
+        stem = f"{evaluation.method}_n{evaluation.n}_{evaluation.sampling}"
+        plots = run.out_dir / "plots"
+        _save_figure(
+            meta_report.confusion_figure(evaluation, group_names), plots / f"confusion_{stem}.png"
+        )
+        if not evaluation.method.startswith("chen_"):
+            _save_figure(
+                meta_report.calibration_figure(evaluation, group_names),
+                plots / f"calibration_{stem}.png",
+            )
+        if model is not None and evaluation.sampling == "rank_group":
+            log_file(
+                run.out_dir / "models" / evaluation.method / f"n{evaluation.n}.txt",
+                artifact_path="model",
+            )
+            log_metrics({"validation_l2": model.validation_l2})
+
+
+def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
+    """Train, evaluate, track and save every meta-model of ``config``; return the manifest."""
+    started = time.perf_counter()
+    run.out_dir.mkdir(parents=True, exist_ok=True)
+    aggregates = prepare_aggregates(run)
+    run.aggregates_dir = aggregates
+    agg_summary = load_summary(aggregates)
+    features_dir = run.features_dir or Path(agg_summary["features_dir"])
+    data = instance_data(
+        load_mart(aggregates, "player_instance_features"),
+        load_mart(aggregates, "rank_groups"),
+        game=run.game,
+        split=config.split,
+    )
+    data = keep_sscore_nets(data, config.sscore_nets)
+    features_found = features_dir if features_dir.is_dir() else None
+    trained = kibitz_trained_nets(features_found)
+    warn_in_sample(config, trained)
+    player_data = _player_data(run, data, config)
+    tracking_uri = run.tracking_uri or default_tracking_uri(run.out_dir)
+    hashes = net_hashes(features_found)
+    counts = {
+        name: int(np.sum(data.split == code))
+        for name, code in (("train", TRAIN), ("validation", VALIDATION), ("evaluation", EVALUATION))
+    }
+    base_params = {
+        "game": run.game,
+        "split_hash": config.split.split_hash(),
+        "seed": config.seed,
+        "fit_split": config.fit_split,
+        "sscore_nets": ",".join(config.sscore_nets) or "all",
+        "nets_trained_on_train_split": ",".join(trained) or "none",
+        "alpha": agg_summary["parameters"]["alpha"],
+        "gamma": agg_summary["parameters"]["gamma"],
+        "features_config_hash": agg_summary.get("features_config_hash"),
+        **{f"net_{k}": v for k, v in hashes.items()},
+    }
+    parent_params = {
+        **base_params,
+        "ns": ",".join(map(str, config.ns)),
+        "feature_sets": ",".join(config.feature_sets),
+        "split": json.dumps(asdict(config.split)),
+        "train_draws_per_group": config.train_draws_per_group,
+        "validation_draws_per_group": config.validation_draws_per_group,
+        "eval_draws_per_group": config.eval_draws_per_group,
+        "player_repeats": config.player_repeats,
+        "instances_train": counts["train"],
+        "instances_validation": counts["validation"],
+        "instances_evaluation": counts["evaluation"],
+        "rank_groups": ",".join(data.group_names),
+    }
+    results: list[NResult] = []
+    experiment = EXPERIMENT.format(game=run.game)
+    with tracked_run(
+        experiment,
+        run_name=f"train meta {run.game}",
+        tracking_uri=tracking_uri,
+        params=parent_params,
+    ) as parent:
+        parent_id = parent.info.run_id
+        for n in config.ns:
+            log.info("n=%d: training %d feature sets", n, len(config.feature_sets))
+            result = train_and_evaluate(data, n, config, player_data=player_data)
+            results.append(result)
+            for model in result.models.values():
+                model.save(run.out_dir / "models" / model.feature_set / f"n{n}.txt")
+            for evaluation in result.evaluations:
+                _child(
+                    evaluation, run=run, tracking_uri=tracking_uri, parent_id=parent_id,
+                    base_params=base_params, group_names=data.group_names,
+                    model=result.models.get(evaluation.method),
+                )  # fmt: skip
+        evaluations = [e for r in results for e in r.evaluations]
+        table = results_table(evaluations)
+        importance = importance_table(
+            {f"{m.feature_set}/{m.n}": m for r in results for m in r.models.values()}
+        )
+        tables = run.out_dir / "tables"
+        _write_table(table, tables / "results")
+        _write_table(importance, tables / "importance")
+        _write_table(meta_report.confusion_table(evaluations), tables / "confusion")
+        log_table(table, "results")
+        log_table(importance, "importance")
+        for sampling, filename in (
+            ("rank_group", "table2_rank_group.md"),
+            ("player", "table67_player.md"),
+        ):
+            text = meta_report.markdown_table(table, sampling)
+            (tables / filename).write_text(text + "\n")
+            log_file(tables / filename, artifact_path="tables")
+            _save_figure(
+                meta_report.accuracy_figure(table, sampling),
+                run.out_dir / "plots" / f"accuracy_{sampling}.png",
+            )
+        best = {f"accuracy_{e.sampling}_{e.method}_n{e.n}": e.accuracy for e in evaluations}
+        log_metrics(best)
+        manifest = {
+            "game": run.game,
+            "rank_groups": data.group_names,
+            "columns": data.columns,
+            "feature_sets": {
+                fs: feature_set_columns(data.columns, fs)
+                for fs in config.feature_sets
+                if fs in results[0].models
+            },
+            "ns": list(config.ns),
+            "models": {
+                fs: {str(r.n): f"models/{fs}/n{r.n}.txt" for r in results if fs in r.models}
+                for fs in config.feature_sets
+                if fs in results[0].models
+            },
+            "chen_group_means": {
+                net: means.tolist() for net, means in chen_group_means(data, config).items()
+            },
+            "split": asdict(config.split),
+            "split_hash": config.split.split_hash(),
+            "fit_split": config.fit_split,
+            "seed": config.seed,
+            "aggregate": agg_summary["parameters"],
+            "features_config_hash": agg_summary.get("features_config_hash"),
+            "features_dir": str(features_dir),
+            "aggregates_dir": str(aggregates),
+            "instances": counts,
+            "tracking_uri": tracking_uri,
+            "mlflow_parent_run_id": parent_id,
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+        manifest_path = run.out_dir / MANIFEST_FILE
+        manifest_path.write_text(json.dumps(manifest, indent=1))
+        log_file(manifest_path)
+    return manifest
+
+
+@dataclass
+class MetaModels:
+    """Trained meta-models loaded from a ``kibitz train meta`` output folder."""
+
+    root: Path
+    manifest: dict[str, Any]
+
+    @property
+    def group_names(self) -> list[str]:
+        return list(self.manifest["rank_groups"])
+
+    @property
+    def ns(self) -> list[int]:
+        return [int(n) for n in self.manifest["ns"]]
+
+    def nearest_n(self, games: int) -> int:
+        """The trained n closest to ``games`` (ties → the smaller n, the more cautious model)."""
+        return min(self.ns, key=lambda n: (abs(n - games), n))
+
+    def feature_set(self, preferred: Sequence[str] = ("full_dcloss", "full")) -> str:
+        """The first of ``preferred`` that was trained, else any trained set."""
+        trained = list(self.manifest["models"])
+        for name in preferred:
+            if name in trained:
+                return name
+        return trained[0]
+
+    def booster(self, feature_set: str, n: int) -> lgb.Booster:
+        return lgb.Booster(model_file=str(self.root / self.manifest["models"][feature_set][str(n)]))
+
+    def predict(
+        self, features: np.ndarray, columns: Sequence[str], feature_set: str, n: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(continuous output, group index) for rows of ``features`` (named by ``columns``)."""
+        wanted = self.manifest["feature_sets"][feature_set]
+        missing = [c for c in wanted if c not in columns]
+        if missing:
+            raise MetaDataError(
+                f"the player's features lack columns the model was trained on: {missing[:5]!r}"
+                " (extract with the same nets as the training features)"
+            )
+        pick = [list(columns).index(c) for c in wanted]
+        raw = self.booster(feature_set, n).predict(features[:, pick])
+        return raw, round_to_group(raw, len(self.group_names))
+
+
+def load_meta_models(root: Path) -> MetaModels:
+    """Read the manifest of a ``kibitz train meta`` output folder."""
+    path = Path(root) / MANIFEST_FILE
+    if not path.is_file():
+        raise MetaModelsNotFoundError(
+            f"no {MANIFEST_FILE} in {str(root)!r} (train one with `kibitz train meta`)"
+        )
+    return MetaModels(Path(root), json.loads(path.read_text()))

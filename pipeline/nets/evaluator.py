@@ -1,0 +1,274 @@
+"""One evaluation interface over PyTorch, ONNX Runtime and TensorRT, for chess and Go nets.
+
+An :class:`Evaluator` maps named float32 numpy inputs to named float32 numpy outputs, in the
+net's own names (contract C4: ``planes`` → ``policy``, ``wdl`` for Lc0 nets; ``spatial``,
+``global`` → ``policy``, ``value``, ``misc``, ``ownership`` for KataGo). Feature steps hold an
+evaluator and never care which backend runs the net. Large batches are split into chunks of
+``max_batch`` rows so memory stays bounded and a TensorRT profile is never exceeded.
+
+Usage::
+
+    from pipeline.nets.evaluator import make_evaluator
+    from pipeline.nets.registry import load_net
+    evaluate = make_evaluator(load_net("maia-1500"), backend="onnx")
+    out = evaluate({"planes": planes})        # planes: (N, 112, 8, 8) float32
+    out["policy"].shape                        # (N, 1858)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import torch
+from torch import nn
+
+from pipeline.nets.backends import BACKENDS
+
+logger = logging.getLogger(__name__)
+
+
+PRECISIONS = ("fp32", "fp16")
+
+
+class EvaluatorInputError(ValueError):
+    """The inputs given to an evaluator do not match the net's named inputs."""
+
+
+class BackendUnavailableError(RuntimeError):
+    """The requested backend or device is not available on this machine."""
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Runs one net on named float32 arrays with a shared leading batch axis."""
+
+    input_names: tuple[str, ...]
+    output_names: tuple[str, ...]
+
+    def __call__(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+
+
+def check_inputs(
+    inputs: Mapping[str, np.ndarray | torch.Tensor], input_names: tuple[str, ...]
+) -> tuple[list, int]:
+    """The inputs in net order and their common batch size.
+
+    Numpy inputs become contiguous float32 arrays; torch tensors (a net bank that already put
+    the batch on the evaluator's GPU) pass through untouched.
+    """
+    missing = [name for name in input_names if name not in inputs]
+    extra = [name for name in inputs if name not in input_names]
+    if missing or extra:
+        raise EvaluatorInputError(
+            f"net takes inputs {input_names!r}; missing {missing!r}, unexpected {extra!r}"
+        )
+    arrays = [
+        inputs[name]
+        if isinstance(inputs[name], torch.Tensor)
+        else np.ascontiguousarray(inputs[name], dtype=np.float32)
+        for name in input_names
+    ]
+    sizes = {a.shape[0] if a.ndim else -1 for a in arrays}
+    if len(sizes) != 1 or -1 in sizes:
+        shapes = {name: a.shape for name, a in zip(input_names, arrays, strict=True)}
+        raise EvaluatorInputError(f"inputs need one shared batch axis, got shapes {shapes!r}")
+    return arrays, sizes.pop()
+
+
+def run_in_chunks(
+    arrays: list[np.ndarray],
+    batch: int,
+    max_batch: int,
+    output_names: tuple[str, ...],
+    run_chunk: Callable[[list[np.ndarray]], Sequence[np.ndarray]],
+) -> dict[str, np.ndarray]:
+    """Run ``run_chunk`` over slices of at most ``max_batch`` rows and stitch the outputs."""
+    outputs: list[np.ndarray] | None = None
+    for start in range(0, batch, max_batch):
+        stop = min(start + max_batch, batch)
+        results = run_chunk([a[start:stop] for a in arrays])
+        if outputs is None:
+            outputs = [np.empty((batch, *r.shape[1:]), dtype=np.float32) for r in results]
+        for out, result in zip(outputs, results, strict=True):
+            out[start:stop] = result
+    if outputs is None:  # empty batch: run one row to learn the output shapes
+        results = run_chunk([np.zeros((1, *a.shape[1:]), np.float32) for a in arrays])
+        outputs = [np.empty((0, *r.shape[1:]), dtype=np.float32) for r in results]
+    return dict(zip(output_names, outputs, strict=True))
+
+
+def _channels_last(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.contiguous(memory_format=torch.channels_last) if tensor.dim() == 4 else tensor
+
+
+class TorchEvaluator:
+    """Runs the torch module itself: eval mode, inference mode, fixed thread count.
+
+    Convolution weights and 4-D inputs are kept channels-last (NHWC): oneDNN's NHWC kernels run
+    these small 8×8 / 19×19 boards 1.4-1.6× faster than NCHW on CPU (measured on a Maia net,
+    batch 256, one thread), with outputs identical across thread counts and batch splits.
+    ``num_threads`` sets torch's intra-op threads for the process (torch has one pool);
+    Ray actors pass the CPUs they were given. Results are deterministic for a given
+    batch split: the same input rows give the same outputs run after run.
+
+    On a GPU, ``fp32`` means FP32: PyTorch lets cuDNN and cuBLAS round FP32 to TF32 by default,
+    which moved Maia logits by up to 2.6e-2 from lc0's on an H100 (bench/bench_gpu_nets.py),
+    so this evaluator switches TF32 off for the process. ``fp16`` runs weights and activations
+    in FP16. Inputs may be numpy arrays or tensors already on the device.
+    """
+
+    def __init__(
+        self,
+        net: nn.Module,
+        *,
+        device: str = "cpu",
+        precision: str = "fp32",
+        max_batch: int = 1024,
+        num_threads: int | None = None,
+    ) -> None:
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise BackendUnavailableError(f"device {device!r} requested but CUDA is not available")
+        if precision == "fp16" and not device.startswith("cuda"):
+            raise BackendUnavailableError("fp16 torch evaluation needs a CUDA device")
+        if num_threads is not None:
+            torch.set_num_threads(num_threads)
+        if device.startswith("cuda") and precision == "fp32":
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+        self.device = torch.device(device)
+        self.dtype = torch.float16 if precision == "fp16" else torch.float32
+        self.net = net.eval().to(
+            device=self.device, dtype=self.dtype, memory_format=torch.channels_last
+        )
+        self.input_names = tuple(net.input_names)
+        self.output_names = tuple(net.output_names)
+        self.max_batch = max_batch
+
+    def run_on_device(self, inputs: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """One batch (at most ``max_batch`` rows) in, outputs left on the device in the net's
+        dtype, so a caller can reduce them there before anything crosses PCIe."""
+        tensors = [
+            _channels_last(torch.as_tensor(inputs[name]).to(self.device, self.dtype))
+            for name in self.input_names
+        ]
+        with torch.inference_mode():
+            results = self.net(*tensors)
+        if isinstance(results, torch.Tensor):  # a one-output net returns its tensor bare
+            results = (results,)
+        return dict(zip(self.output_names, results, strict=True))
+
+    def _run(self, chunk: list) -> list[np.ndarray]:
+        outputs = self.run_on_device(dict(zip(self.input_names, chunk, strict=True)))
+        return [r.float().cpu().numpy() for r in outputs.values()]
+
+    def __call__(self, inputs: Mapping[str, np.ndarray | torch.Tensor]) -> dict[str, np.ndarray]:
+        arrays, batch = check_inputs(inputs, self.input_names)
+        return run_in_chunks(arrays, batch, self.max_batch, self.output_names, self._run)
+
+
+class OnnxEvaluator:
+    """Runs the net's cached ONNX export with ONNX Runtime (CPU or CUDA provider).
+
+    Session options favour reproducibility: sequential execution, one inter-op thread,
+    a fixed intra-op thread count and ONNX Runtime's deterministic-compute switch.
+    """
+
+    def __init__(
+        self,
+        net: nn.Module,
+        *,
+        device: str = "cpu",
+        precision: str = "fp32",
+        cache_dir: Path | None = None,
+        max_batch: int = 1024,
+        num_threads: int | None = None,
+    ) -> None:
+        import onnxruntime as ort
+
+        from pipeline.nets.onnx_export import cached_onnx
+
+        if precision != "fp32":
+            raise BackendUnavailableError(
+                f"the onnx backend runs fp32 only (got {precision!r}); use tensorrt for fp16"
+            )
+        if device.startswith("cuda"):
+            if "CUDAExecutionProvider" not in ort.get_available_providers():
+                raise BackendUnavailableError(
+                    "device 'cuda' requested but this onnxruntime has no CUDAExecutionProvider "
+                    "(install onnxruntime-gpu)"
+                )
+            index = int(device.split(":", 1)[1]) if ":" in device else 0
+            providers: list = [("CUDAExecutionProvider", {"device_id": index})]
+        else:
+            providers = ["CPUExecutionProvider"]
+        self.onnx_path, self.fingerprint = cached_onnx(net, cache_dir=cache_dir)
+        options = ort.SessionOptions()
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.inter_op_num_threads = 1
+        options.intra_op_num_threads = num_threads or torch.get_num_threads()
+        options.use_deterministic_compute = True
+        self.session = ort.InferenceSession(str(self.onnx_path), options, providers=providers)
+        self.input_names = tuple(net.input_names)
+        self.output_names = tuple(net.output_names)
+        self.max_batch = max_batch
+
+    def _run(self, chunk: list[np.ndarray]) -> list[np.ndarray]:
+        feeds = dict(zip(self.input_names, chunk, strict=True))
+        return self.session.run(list(self.output_names), feeds)
+
+    def __call__(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        arrays, batch = check_inputs(inputs, self.input_names)
+        return run_in_chunks(arrays, batch, self.max_batch, self.output_names, self._run)
+
+
+def make_evaluator(
+    net: nn.Module,
+    *,
+    backend: str = "torch",
+    device: str = "cpu",
+    precision: str = "fp32",
+    cache_dir: Path | None = None,
+    max_batch: int = 1024,
+    num_threads: int | None = None,
+) -> Evaluator:
+    """Build the evaluator for ``backend`` ("torch", "onnx" or "tensorrt").
+
+    ``cache_dir`` holds ONNX exports and TensorRT engines (default
+    ``$KIBITZ_HOME/cache``); ``max_batch`` bounds each backend call and is the top of the
+    TensorRT optimisation profile.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}, expected one of {BACKENDS!r}")
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}, expected one of {PRECISIONS!r}")
+    if max_batch < 1:
+        raise ValueError(f"max_batch must be positive, got {max_batch!r}")
+    if backend == "torch":
+        return TorchEvaluator(
+            net, device=device, precision=precision, max_batch=max_batch, num_threads=num_threads
+        )
+    if backend == "onnx":
+        return OnnxEvaluator(
+            net,
+            device=device,
+            precision=precision,
+            cache_dir=cache_dir,
+            max_batch=max_batch,
+            num_threads=num_threads,
+        )
+    from pipeline.nets.tensorrt_engine import EngineProfile, TensorRTEvaluator
+
+    if not device.startswith("cuda"):
+        raise BackendUnavailableError(f"the tensorrt backend needs a CUDA device, got {device!r}")
+    return TensorRTEvaluator(
+        net,
+        device=device,
+        precision=precision,
+        cache_dir=cache_dir,
+        profile=EngineProfile.for_max_batch(max_batch),
+    )

@@ -1,0 +1,183 @@
+"""A rank-conditioned Go imitation policy whose trunk runs once for all ranks.
+
+KataGo's HumanSL net takes the rank as an input, so ten imitation levels cost ten full forward
+passes. Here the rank enters late: a shared residual trunk and a shared 3×3 head conv compute
+features once, then cheap rank-specific layers produce every rank's move logits at once:
+
+    h   = head(trunk(spatial, global))                   (B, H, 19, 19)   once
+    z_r = relu(γ_r ⊙ h + β_r)                            (B, R, H, 361)   FiLM per rank
+    p_r = Σ_h w_r[h] z_r[h] + bias_r                     (B, R, 362)      1×1 conv + bias per rank
+
+The rank parameters (γ, β, w, pass weights, bias) are each ``base + t_r · slope + delta_r`` with
+``t_r`` the rank on Kibitz's numeric scale (``1k = 0``, ``n k = 1 − n``, ``n d = n``) divided by 10.
+Ranks with training data learn their own ``delta_r``; ranks without data (10k…6k: the Fox
+selection covers 5k…9d) keep ``delta_r = 0`` and get the linear extrapolation of the trained
+trend, which the model card states plainly.
+
+Contract C4: inputs ("spatial", "global") (B, 22, 19, 19), (B, 19) → output ("policy",)
+(B, R, 362) raw logits, rank axis in :data:`GO_POLICY_RANKS` order. :meth:`GoRankPolicyNet.at_rank`
+gives a one-rank C4 net with output ("policy",) (B, 362) for tools that want one level.
+
+    python -c "from pipeline.nets.go_rank_policy import *; print(GO_POLICY_RANKS)"
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from pipeline.go_game import spec as go_spec
+from pipeline.nets.sscore_net import ResidualTrunk
+
+# 10k … 1k, 1d … 9d, weakest first (keep in sync with docs/train.md).
+GO_POLICY_RANKS = tuple([f"{n}k" for n in range(10, 0, -1)] + [f"{n}d" for n in range(1, 10)])
+
+
+class UnknownRankError(ValueError):
+    """A rank label that is not one of GO_POLICY_RANKS."""
+
+
+def rank_number(rank: str) -> float:
+    """Kibitz's numeric rank scale (games_schema): ``1k = 0``, ``n k = 1 − n``, ``n d = n``."""
+    if rank not in GO_POLICY_RANKS:
+        raise UnknownRankError(f"rank {rank!r} is not one of {GO_POLICY_RANKS!r}")
+    n = int(rank[:-1])
+    return float(n if rank.endswith("d") else 1 - n)
+
+
+def rank_index(rank: str) -> int:
+    """Position of ``rank`` on the net's rank axis."""
+    if rank not in GO_POLICY_RANKS:
+        raise UnknownRankError(f"rank {rank!r} is not one of {GO_POLICY_RANKS!r}")
+    return GO_POLICY_RANKS.index(rank)
+
+
+@dataclass(frozen=True)
+class GoRankPolicyConfig:
+    """Shape of a rank-conditioned policy; stored in every exported model's header."""
+
+    blocks: int = 6
+    channels: int = 64
+    head_channels: int = (
+        32  # width of the per-rank FiLM features (the per-rank cost scales with it)
+    )
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class RankParameter(nn.Module):
+    """A per-rank parameter ``base + t_r · slope + delta_r`` of shape (R, *shape)."""
+
+    def __init__(self, shape: tuple[int, ...], t: torch.Tensor, base_init: float = 0.0) -> None:
+        super().__init__()
+        self.base = nn.Parameter(torch.full(shape, base_init))
+        self.slope = nn.Parameter(torch.zeros(shape))
+        self.delta = nn.Parameter(torch.zeros(len(t), *shape))
+        self.register_buffer("t", t.reshape(-1, *([1] * len(shape))), persistent=False)  # (R, 1…)
+
+    def forward(self) -> torch.Tensor:
+        return self.base + self.t * self.slope + self.delta  # (R, *shape)
+
+
+class GoRankPolicyNet(nn.Module):
+    """Shared trunk + per-rank FiLM heads; forward gives every rank's logits (B, R, 362)."""
+
+    input_names = ("spatial", "global")
+    output_names = ("policy",)
+    ranks = GO_POLICY_RANKS
+
+    def __init__(self, config: GoRankPolicyConfig) -> None:
+        super().__init__()
+        self.config = config
+        c, h = config.channels, config.head_channels
+        t = torch.tensor([rank_number(r) / 10.0 for r in GO_POLICY_RANKS])  # (R,)
+        self.trunk = ResidualTrunk(go_spec.NUM_SPATIAL, go_spec.NUM_GLOBAL, config.blocks, c)
+        self.head_conv = nn.Conv2d(c, h, 3, padding=1, bias=False)
+        self.head_bn = nn.BatchNorm2d(h)
+        self.gamma = RankParameter((h,), t, base_init=1.0)
+        self.beta = RankParameter((h,), t)
+        self.weight = RankParameter((h,), t)
+        self.pass_weight = RankParameter((h,), t)
+        self.bias = RankParameter((go_spec.POLICY_SIZE,), t)
+        nn.init.normal_(self.weight.base, std=h**-0.5)
+        nn.init.normal_(self.pass_weight.base, std=h**-0.5)
+
+    def example_inputs(self, batch: int) -> tuple[torch.Tensor, ...]:
+        spatial = torch.zeros(batch, go_spec.NUM_SPATIAL, go_spec.NN_LEN, go_spec.NN_LEN)
+        spatial[:, 0] = 1.0  # the on-board plane
+        return spatial, torch.zeros(batch, go_spec.NUM_GLOBAL)
+
+    def features(self, spatial: torch.Tensor, global_: torch.Tensor) -> torch.Tensor:
+        """The rank-independent part: (B, H, 361)."""
+        x = self.trunk(spatial, global_)  # (B, C, 19, 19)
+        return self.head_bn(self.head_conv(x)).flatten(2)  # (B, H, 361)
+
+    def rank_logits(self, h: torch.Tensor, ranks: torch.Tensor | slice) -> torch.Tensor:
+        """Logits of the selected ranks from shared features: (B, R', 362)."""
+        gamma, beta = self.gamma()[ranks], self.beta()[ranks]  # (R', H)
+        z = torch.relu(
+            gamma[None, :, :, None] * h[:, None] + beta[None, :, :, None]
+        )  # (B, R', H, 361)
+        board = torch.einsum("brhx,rh->brx", z, self.weight()[ranks])  # (B, R', 361)
+        passes = torch.einsum("brh,rh->br", z.mean(dim=3), self.pass_weight()[ranks])  # (B, R')
+        return (
+            torch.cat([board, passes[:, :, None]], dim=2) + self.bias()[ranks][None]
+        )  # (B, R', 362)
+
+    def mover_logits(self, h: torch.Tensor, ranks: torch.Tensor) -> torch.Tensor:
+        """Each position's logits at its own rank ``ranks`` (B,): (B, 362).
+
+        Training needs only the mover's rank; this costs one rank's head per position instead
+        of all R (the same values as ``rank_logits(h, slice(None))[arange(B), ranks]``).
+        """
+        gamma, beta = self.gamma()[ranks], self.beta()[ranks]  # (B, H)
+        z = torch.relu(gamma[:, :, None] * h + beta[:, :, None])  # (B, H, 361)
+        board = torch.einsum("bhx,bh->bx", z, self.weight()[ranks])  # (B, 361)
+        passes = (z.mean(dim=2) * self.pass_weight()[ranks]).sum(dim=1, keepdim=True)  # (B, 1)
+        return torch.cat([board, passes], dim=1) + self.bias()[ranks]  # (B, 362)
+
+    def forward(self, spatial: torch.Tensor, global_: torch.Tensor) -> torch.Tensor:
+        return self.rank_logits(self.features(spatial, global_), slice(None))  # (B, R, 362)
+
+    def forward_rank(self, spatial: torch.Tensor, global_: torch.Tensor, rank: int) -> torch.Tensor:
+        """One rank's logits with its own full forward: (B, 362). The per-rank baseline."""
+        return self.rank_logits(self.features(spatial, global_), slice(rank, rank + 1))[:, 0]
+
+    def at_rank(self, rank: str) -> GoRankPolicyAtRank:
+        """A one-rank view (contract C4, output ("policy",) (B, 362)) sharing these weights."""
+        return GoRankPolicyAtRank(self, rank_index(rank))
+
+
+class GoRankPolicyAtRank(nn.Module):
+    """The policy at one rank: ("spatial", "global") → ("policy",) (B, 362) logits."""
+
+    input_names = ("spatial", "global")
+    output_names = ("policy",)
+
+    def __init__(self, net: GoRankPolicyNet, rank: int) -> None:
+        super().__init__()
+        self.net = net
+        self.rank = rank
+
+    def example_inputs(self, batch: int) -> tuple[torch.Tensor, ...]:
+        return self.net.example_inputs(batch)
+
+    def forward(self, spatial: torch.Tensor, global_: torch.Tensor) -> torch.Tensor:
+        return self.net.forward_rank(spatial, global_, self.rank)
+
+
+def build_go_rank_policy(config: GoRankPolicyConfig | dict) -> GoRankPolicyNet:
+    """A fresh net from a config or its dict (as stored in model headers)."""
+    if isinstance(config, dict):
+        config = GoRankPolicyConfig(**config)
+    return GoRankPolicyNet(config)
+
+
+def rank_indices(labels: np.ndarray) -> np.ndarray:
+    """(N,) rank axis index of each label; -1 for labels outside GO_POLICY_RANKS (e.g. "pro")."""
+    lookup = {r: i for i, r in enumerate(GO_POLICY_RANKS)}
+    return np.array([lookup.get(str(v), -1) for v in labels], dtype=np.int64)

@@ -1,0 +1,473 @@
+"""Train the rank-conditioned Go imitation policy: ``kibitz train policy go``.
+
+Each position is labelled with the rank of the player to move (the games table's
+``black_rank`` / ``white_rank``: Fox's 5k…9d in the selected sets); the loss is the cross-entropy
+over the legal moves of the logits at that rank (``pipeline/nets/go_rank_policy.py`` computes all
+ranks at once; training evaluates only each position's own rank). Trained ranks are the ones
+present in the training games; the model header lists them, and ranks without games (10k…6k)
+are extrapolated.
+
+Evaluation (evaluation split): move-matching accuracy and mean log-likelihood per rank group
+with the net conditioned on the mover's own rank, and the matrix "net conditioned on rank group
+a (its representative rank), games of group b" whose diagonal should be best per column.
+
+    kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy --max-minutes 40
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from pipeline.core import tracking
+from pipeline.go_game import spec as go_spec
+from pipeline.nets.go_rank_policy import (
+    GO_POLICY_RANKS,
+    GoRankPolicyConfig,
+    GoRankPolicyNet,
+    rank_indices,
+)
+from pipeline.nets.legal_softmax import legal_mask, masked_log_softmax
+from pipeline.nets.model_export import GO_POLICY_FORMAT, ExportedModel
+from pipeline.train.device import module_device
+from pipeline.train.games import load_split_games, read_games
+from pipeline.train.loop import (
+    StepOutput,
+    TimeBudget,
+    TrainSettings,
+    export_tracked,
+    restore_best,
+    run_loop,
+    run_params,
+    run_record,
+    start_run,
+)
+from pipeline.train.sscore_batches import GO_RANK_GROUPS, PositionPool, build_pool
+
+logger = logging.getLogger(__name__)
+
+EXPERIMENT = "kibitz-train-go-policy"
+# The rank a rank group is represented by when the net is conditioned on a group: its most
+# common rank in the ingested Fox selection (3k: 2,579 of the 3-5k group's 3,806 player
+# instances; 1k: 2,697 of 3,652 in 1-2k), whose parameters the training games determine best.
+GROUP_REPRESENTATIVE = {"3-5k": "3k", "1-2k": "1k", **{g: g for g in GO_RANK_GROUPS[2:]}}
+
+
+@dataclass(kw_only=True)
+class GoPolicyTrainConfig(TrainSettings):
+    """Everything that decides a run; saved in checkpoints, MLflow and the model card."""
+
+    blocks: int = 6
+    channels: int = 64
+    head_channels: int = 32
+    batch_size: int = 64
+    max_validation_games: int = 300
+    max_steps: int = 6000
+    validation_positions: int = 2048
+
+    def net_config(self) -> GoRankPolicyConfig:
+        return GoRankPolicyConfig(self.blocks, self.channels, self.head_channels)
+
+
+@dataclass
+class PolicyEvaluation:
+    """Per-group quality at the mover's own rank, and the group × group matrix."""
+
+    groups: tuple[str, ...]
+    accuracy: np.ndarray  # (R,) % top-1 = played, own rank
+    loglik: np.ndarray  # (R,) mean log-likelihood of the played move, own rank
+    positions: np.ndarray  # (R,)
+    matrix_accuracy: np.ndarray  # (A, B) % conditioned on group a's representative, games of b
+    matrix_loglik: np.ndarray  # (A, B)
+    # (B,) per column: mean log-likelihood of the own conditioning minus the best other one, and
+    # its standard error, paired (both conditionings score the same positions) and clustered by
+    # player instance (positions of one game are correlated).
+    diagonal_margin: np.ndarray
+    diagonal_margin_sem: np.ndarray
+
+    @property
+    def diagonal_best_loglik(self) -> int:
+        """Columns (game groups) whose best conditioning group is their own."""
+        return int((self.matrix_loglik.argmax(axis=0) == np.arange(len(self.groups))).sum())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "groups": list(self.groups),
+            "accuracy": [round(float(v), 2) for v in self.accuracy],
+            "loglik": [round(float(v), 4) for v in self.loglik],
+            "positions": [int(v) for v in self.positions],
+            "matrix_accuracy": np.round(self.matrix_accuracy, 2).tolist(),
+            "matrix_loglik": np.round(self.matrix_loglik, 5).tolist(),
+            "diagonal_margin": np.round(self.diagonal_margin, 5).tolist(),
+            "diagonal_margin_sem": np.round(self.diagonal_margin_sem, 5).tolist(),
+            "diagonal_best_loglik": self.diagonal_best_loglik,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PolicyEvaluation:
+        """Inverse of :meth:`to_dict` (model headers store the dict)."""
+        arrays = {
+            k: np.asarray(d[k], dtype=float)
+            for k in ("accuracy", "loglik", "matrix_accuracy", "matrix_loglik",
+                      "diagonal_margin", "diagonal_margin_sem")
+        }  # fmt: skip
+        return cls(
+            groups=tuple(d["groups"]), positions=np.asarray(d["positions"], np.int64), **arrays
+        )
+
+    def to_markdown(self) -> str:
+        lines = [
+            "| rank group | positions | accuracy % (own rank) | mean log-likelihood |",
+            "|---|---|---|---|",
+        ]
+        for g, n, a, ll in zip(
+            self.groups, self.positions, self.accuracy, self.loglik, strict=True
+        ):
+            lines.append(f"| {g} | {n} | {a:.1f} | {ll:.3f} |")
+        lines += [
+            "",
+            "Mean log-likelihood, net conditioned on row group (representative rank), games of "
+            "column group; last row: the diagonal's margin over the best other conditioning of "
+            "its column, in millinats per move ± standard error (paired, clustered by player "
+            "instance):",
+            "",
+        ]
+        lines.append("| cond \\ games | " + " | ".join(self.groups) + " |")
+        lines.append("|---" * (len(self.groups) + 1) + "|")
+        best = self.matrix_loglik.argmax(axis=0)
+        for a, g in enumerate(self.groups):
+            cells = [
+                f"**{v:.4f}**" if best[b] == a else f"{v:.4f}"
+                for b, v in enumerate(self.matrix_loglik[a])
+            ]
+            lines.append(f"| {g} ({GROUP_REPRESENTATIVE[g]}) | " + " | ".join(cells) + " |")
+        margins = [
+            f"{1000 * m:+.1f} ± {1000 * e:.1f}"
+            for m, e in zip(self.diagonal_margin, self.diagonal_margin_sem, strict=True)
+        ]
+        lines.append("| margin | " + " | ".join(margins) + " |")
+        lines.append("")
+        lines.append(
+            "Bold: the best conditioning of each column; it is the column's own group in "
+            f"{self.diagonal_best_loglik} of {len(self.groups)} columns."
+        )
+        return "\n".join(lines)
+
+
+@dataclass
+class PolicyTrainResult:
+    steps: int
+    train_seconds: float
+    positions_per_second: float
+    history: list[dict[str, float]]
+    trained_ranks: list[str]
+    evaluation: PolicyEvaluation | None = None
+    exported: ExportedModel | None = None
+    pools: dict[str, int] = field(default_factory=dict)
+
+
+def position_ranks(pool: PositionPool) -> np.ndarray:
+    """(N,) rank-axis index of each position's mover (-1 outside GO_POLICY_RANKS)."""
+    return rank_indices(pool.instance_rank)[pool.position_instance]
+
+
+def _inputs(
+    pool: PositionPool, rows: np.ndarray, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(spatial, global) of ``rows`` on ``device``; the planes travel as uint8."""
+    spatial = torch.from_numpy(pool.planes[rows]).to(device).float()
+    return spatial, torch.from_numpy(pool.global_[rows]).to(device)
+
+
+def _legal_and_target(
+    pool: PositionPool, rows: np.ndarray, size: int, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, size) legal-move mask and (B,) played move of ``rows``, on ``device``."""
+    mask = legal_mask(pool.legal_offsets, pool.legal_index, rows, size).to(device)
+    return mask, torch.from_numpy(pool.played[rows]).to(device)
+
+
+def _loss(
+    net: GoRankPolicyNet, pool: PositionPool, rows: np.ndarray, ranks: np.ndarray
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean cross-entropy at the movers' ranks and the top-1 hits: (scalar, (B,) bool)."""
+    device = module_device(net)
+    h = net.features(*_inputs(pool, rows, device))  # (B, H, 361)
+    logits = net.mover_logits(h, torch.from_numpy(ranks).to(device))  # (B, 362)
+    mask, target = _legal_and_target(pool, rows, logits.shape[1], device)
+    logp = masked_log_softmax(logits, mask)
+    rows_on = torch.arange(len(rows), device=device)
+    return -logp[rows_on, target].mean(), logp.argmax(dim=1) == target
+
+
+@torch.inference_mode()
+def validate(
+    net: GoRankPolicyNet, pool: PositionPool, config: GoPolicyTrainConfig
+) -> dict[str, float]:
+    rng = np.random.default_rng(config.seed + 1)
+    ranks = position_ranks(pool)
+    usable = np.flatnonzero(ranks >= 0)
+    rows = np.sort(
+        rng.choice(usable, size=min(config.validation_positions, len(usable)), replace=False)
+    )
+    net.eval()
+    losses, hits = [], []
+    for start in range(0, len(rows), 256):
+        chunk = rows[start : start + 256]
+        loss, hit = _loss(net, pool, chunk, ranks[chunk])
+        losses.append(float(loss) * len(chunk))
+        hits.append(hit.cpu().numpy())
+    net.train()
+    return {
+        "val_loss": sum(losses) / len(rows),
+        "val_accuracy": 100.0 * float(np.concatenate(hits).mean()),
+    }
+
+
+@dataclass
+class PositionScores:
+    """Per position of an evaluation pool: the played move's log-likelihood and top-1 hit with
+    the net conditioned on the mover's own rank and on each group's representative rank.
+    Scores of several pools concatenate (:meth:`concat`) into one pooled evaluation."""
+
+    group: np.ndarray  # (N,) rank-group index of the mover
+    instance: np.ndarray  # (N,) player instance (one player's moves in one game), unique
+    own_ll: np.ndarray  # (N,)
+    own_hit: np.ndarray  # (N,) bool
+    rep_ll: np.ndarray  # (A, N)
+    rep_hit: np.ndarray  # (A, N) bool
+
+    @classmethod
+    def concat(cls, parts: list[PositionScores]) -> PositionScores:
+        offsets = np.cumsum([0] + [int(p.instance.max(initial=-1)) + 1 for p in parts[:-1]])
+        return cls(
+            np.concatenate([p.group for p in parts]),
+            np.concatenate([p.instance + o for p, o in zip(parts, offsets, strict=True)]),
+            np.concatenate([p.own_ll for p in parts]),
+            np.concatenate([p.own_hit for p in parts]),
+            np.concatenate([p.rep_ll for p in parts], axis=1),
+            np.concatenate([p.rep_hit for p in parts], axis=1),
+        )
+
+
+@torch.inference_mode()
+def score_positions(
+    net: GoRankPolicyNet, pool: PositionPool, *, batch: int = 256
+) -> PositionScores:
+    """Score every pool position with a known rank: one trunk pass, then the group
+    representatives' heads and the position's own rank's head, nothing else."""
+    net.eval()
+    device = module_device(net)
+    reps = np.array([GO_POLICY_RANKS.index(GROUP_REPRESENTATIVE[g]) for g in GO_RANK_GROUPS])
+    reps_on = torch.from_numpy(reps).to(device)
+    ranks = position_ranks(pool)
+    group = pool.instance_group[pool.position_instance].astype(np.int64)
+    rows = np.flatnonzero((ranks >= 0) & (group >= 0))
+    own_hit = np.zeros(len(rows), bool)
+    own_ll = np.zeros(len(rows))
+    rep_hit = np.zeros((len(reps), len(rows)), bool)
+    rep_ll = np.zeros((len(reps), len(rows)))
+    every = torch.arange(batch, device=device)
+    for start in range(0, len(rows), batch):
+        sl = slice(start, start + batch)
+        chunk = rows[sl]
+        b = len(chunk)
+        h = net.features(*_inputs(pool, chunk, device))  # (b, H, 361): one trunk pass
+        own_rank = torch.from_numpy(ranks[chunk]).to(device)
+        logits = torch.cat(
+            [net.rank_logits(h, reps_on),  # (b, A, 362)
+             net.mover_logits(h, own_rank)[:, None]],  # (b, 1, 362)
+            dim=1,
+        )  # fmt: skip
+        mask, target = _legal_and_target(pool, chunk, go_spec.POLICY_SIZE, device)
+        logp = masked_log_softmax(logits, mask[:, None])  # (b, A+1, 362)
+        played_lp = logp[every[:b], :, target].cpu()  # (b, A+1)
+        top = (logp.argmax(dim=2) == target[:, None]).cpu()  # (b, A+1)
+        own_ll[sl] = played_lp[:, -1].numpy()
+        own_hit[sl] = top[:, -1].numpy()
+        rep_ll[:, sl] = played_lp[:, :-1].T.numpy()
+        rep_hit[:, sl] = top[:, :-1].T.numpy()
+    instance = pool.position_instance[rows].astype(np.int64)
+    return PositionScores(group[rows], instance, own_ll, own_hit, rep_ll, rep_hit)
+
+
+def clustered_sem(values: np.ndarray, clusters: np.ndarray) -> float:
+    """Standard error of the mean of ``values`` whose members share ``clusters`` (correlated
+    within, independent between): the cluster-robust variance Σ_c (Σ_{i∈c} (v_i − v̄))² / n²,
+    scaled by C / (C − 1) for C clusters. With one value per cluster it is the usual sd/√n."""
+    n = len(values)
+    _, cluster = np.unique(clusters, return_inverse=True)
+    c = int(cluster.max(initial=-1)) + 1
+    if n < 2 or c < 2:
+        return 0.0
+    sums = np.bincount(cluster, weights=values - values.mean(), minlength=c)
+    return float(np.sqrt((sums**2).sum() * c / (c - 1)) / n)
+
+
+def summarise(scores: PositionScores) -> PolicyEvaluation:
+    """Quality per rank group (own rank), the conditioning matrix and each column's diagonal
+    margin over its best rival with its standard error: paired (same positions, two heads) and
+    clustered by player instance, since the moves of one game are not independent."""
+    groups = GO_RANK_GROUPS
+    g, rep_ll = scores.group, scores.rep_ll
+    counts = np.bincount(g, minlength=len(groups))
+    denom = np.maximum(counts, 1)
+
+    def per_group(values: np.ndarray) -> np.ndarray:
+        return np.bincount(g, weights=values.astype(np.float64), minlength=len(groups)) / denom
+
+    matrix_loglik = np.stack([per_group(row) for row in rep_ll])  # (A, B)
+    margin, margin_sem = np.zeros(len(groups)), np.zeros(len(groups))
+    for b in range(len(groups)):  # one column per rank group (11), not per position
+        others = np.delete(np.arange(len(rep_ll)), b)
+        rival = others[matrix_loglik[others, b].argmax()]
+        here = g == b
+        diff = rep_ll[b, here] - rep_ll[rival, here]  # (n_b,) paired differences
+        margin[b] = diff.mean() if len(diff) else 0.0
+        margin_sem[b] = clustered_sem(diff, scores.instance[here])
+    return PolicyEvaluation(
+        groups=groups,
+        accuracy=100.0 * per_group(scores.own_hit),
+        loglik=per_group(scores.own_ll),
+        positions=counts,
+        matrix_accuracy=100.0 * np.stack([per_group(row) for row in scores.rep_hit]),
+        matrix_loglik=matrix_loglik,
+        diagonal_margin=margin,
+        diagonal_margin_sem=margin_sem,
+    )
+
+
+def evaluate_policy(
+    net: GoRankPolicyNet, pool: PositionPool, *, batch: int = 256
+) -> PolicyEvaluation:
+    """Quality per rank group (own rank) and the conditioning matrix, over all pool positions."""
+    return summarise(score_positions(net, pool, batch=batch))
+
+
+def _pool(
+    games_dir: Path,
+    split: str,
+    max_games: int | None,
+    config: GoPolicyTrainConfig,
+    seed: int,
+    table,
+    per_instance: int | None,
+) -> PositionPool:
+    games = load_split_games(
+        games_dir, "go", split, max_games=max_games, split_config=config.split_config(), table=table
+    )
+    t0 = time.perf_counter()
+    pool = build_pool(
+        games,
+        "go",
+        positions_per_instance=per_instance,
+        seed=seed,
+        komi=config.komi,
+    )
+    logger.info(
+        "%s pool: %d games, %d positions (%.0f s)",
+        split,
+        games.num_rows,
+        len(pool),
+        time.perf_counter() - t0,
+    )
+    return pool
+
+
+def train(
+    config: GoPolicyTrainConfig,
+    games_dir: Path,
+    out_dir: Path,
+    *,
+    max_minutes: float | None = None,
+    resume: bool = False,
+    progress: bool = True,
+    tracking_uri: str | None = None,
+    evaluate: bool = True,
+    export: bool = True,
+    stop_after: int | None = None,
+    command: str | None = None,
+) -> PolicyTrainResult:
+    """Train (or resume) into ``out_dir``: checkpoints/, model files, MLflow run.
+
+    ``stop_after``: end this invocation after that many steps (a deterministic stand-in for the
+    time budget, for staged runs and tests); the schedule still spans ``config.max_steps``.
+    ``command``: the command line, recorded in the model header for the model card.
+    """
+    out_dir = Path(out_dir)
+    budget = TimeBudget(max_minutes)
+    ckpt_dir = out_dir / "checkpoints"
+    net, optimizer, state = start_run(
+        lambda: GoRankPolicyNet(config.net_config()), config, ckpt_dir, resume=resume,
+        command=command, init_shape=(GO_POLICY_FORMAT, config.net_config().to_dict()),
+    )  # fmt: skip
+    table = read_games(games_dir, "go")
+    per = config.positions_per_instance
+    train_pool = _pool(games_dir, "train", config.max_train_games, config, config.seed, table, per)
+    val_pool = _pool(
+        games_dir, "validation", config.max_validation_games, config, config.seed + 1, table, per
+    )
+    ranks = position_ranks(train_pool)
+    usable = np.flatnonzero(ranks >= 0)
+    trained = sorted(
+        {GO_POLICY_RANKS[r] for r in np.unique(ranks[usable])}, key=GO_POLICY_RANKS.index
+    )
+    epoch_steps = config.epoch_steps or max(1, len(usable) // config.batch_size)
+    params = run_params(config, net, games_dir, epoch_steps=epoch_steps,
+                        train_positions=len(usable), trained_ranks=",".join(trained))  # fmt: skip
+
+    def step(rng: np.random.Generator) -> StepOutput:
+        rows = np.sort(usable[rng.integers(0, len(usable), size=config.batch_size)])
+        loss, _ = _loss(net, train_pool, rows, ranks[rows])
+        return StepOutput(loss, {}, len(rows))
+
+    with tracking.tracked_run(
+        EXPERIMENT, run_name="go-policy", tracking_uri=tracking_uri, params=params
+    ):
+        rate = run_loop(
+            net, optimizer, state, config, step=step,
+            validate=lambda: validate(net, val_pool, config), epoch_steps=epoch_steps,
+            checkpoint_dir=ckpt_dir, budget=budget, stop_after=stop_after, progress=progress,
+            desc="go policy",
+        )  # fmt: skip
+        restore_best(net, state)  # select_best: the best validation's weights
+        result = PolicyTrainResult(
+            steps=state.step,
+            train_seconds=state.train_seconds,
+            positions_per_second=rate,
+            history=state.history,
+            trained_ranks=trained,
+            pools={"train": len(train_pool), "validation": len(val_pool)},
+        )
+        if evaluate:
+            eval_pool = _pool(
+                games_dir, "evaluation", config.max_evaluation_games, config, config.seed + 3,
+                table, config.evaluation_positions_per_instance,
+            )  # fmt: skip
+            result.evaluation = evaluate_policy(net, eval_pool)
+            tracking.log_metrics(
+                {
+                    f"eval_accuracy_{g}": float(v)
+                    for g, v in zip(GO_RANK_GROUPS, result.evaluation.accuracy, strict=True)
+                }
+            )
+            tracking.log_metrics({"eval_diagonal_best": result.evaluation.diagonal_best_loglik})
+        if export:
+            header = {
+                "format": GO_POLICY_FORMAT,
+                "game": "go",
+                "net": config.net_config().to_dict(),
+                "ranks": list(GO_POLICY_RANKS),
+                "trained_ranks": trained,
+                "train": run_record(params, state, config.batch_size, games_dir),
+                "quality": result.evaluation.to_dict() if result.evaluation else None,
+                "history": state.history,
+            }
+            result.exported = export_tracked(net, out_dir, header)
+    return result

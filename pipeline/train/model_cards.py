@@ -1,0 +1,375 @@
+"""MODEL_CARD.md of Kibitz's trained nets: commands, data split, seed, time, quality, caveats.
+
+A card is rendered from the exported model's header only (``model.kibitz.pt`` / ``model.yaml``:
+net, settings, the command lines, where the games came from, history and the evaluation-split
+figures), so ``kibitz train sscore|policy`` writes it next to the export, ``--register`` copies
+it, and a card can be re-rendered from any model folder at any time::
+
+    python -m pipeline.train.model_cards models/kibitz-sscore-chess [models/kibitz-go-policy ...]
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipeline.nets.model_export import (
+    CARD_NAME,
+    GO_POLICY_FORMAT,
+    HEADER_NAME,
+    LEVELS_FORMAT,
+    SSCORE_FORMAT,
+)
+from pipeline.train.loop import positions_trained
+from pipeline.train.sscore_eval import NS, PUBLISHED_ACCURACY, SScoreEvaluation
+
+_SPLIT_TEXT = (
+    "Deterministic split by game (`pipeline/core/data_split.py`): blake2b of salt + game_id → "
+    "train / validation / evaluation with fractions {fractions} and salt `{salt}`. Training "
+    "used only train-split games; the per-epoch figures validation-split games; the quality "
+    "figures below evaluation-split games, which were never trained on."
+)
+# Run facts the card states in prose; every other ``train`` entry is listed as a setting.
+_RUN_KEYS = ("commands", "games", "steps", "train_seconds", "positions_per_second",
+             "torch_threads", "games_dir", "init_from_model", "positions_trained",
+             "selected", "device", "level_policies")  # fmt: skip
+
+
+def _ingest_command(game: str, games: dict[str, Any] | None, games_dir: str) -> str | None:
+    if not games:
+        return None
+    sources = " ".join(shlex.quote(s) for s in games["sources"])
+    return f"kibitz ingest {game} {sources} --out {shlex.quote(games_dir)}"
+
+
+def _commands(commands: list[str]) -> list[str]:
+    if not commands:
+        return ["Command: not recorded.", ""]
+    if len(commands) == 1:
+        return [f"Command: `{commands[0]}`", ""]
+    return [
+        "Commands (the run was stopped and resumed; `--resume` continues exactly where the "
+        "previous invocation stopped, so the weights are those of one uninterrupted run):",
+        "",
+        *(f"{i}. `{c}`" for i, c in enumerate(commands, 1)),
+        "",
+    ]
+
+
+def _trained_on(train: dict[str, Any], *, threads: bool = False) -> str:
+    """The device a run trained on (with the torch threads of a CPU run when ``threads``).
+    Headers written before ``--device`` (the shipped models) were all trained on this project's
+    2-core CPU machine."""
+    device = train.get("device")
+    count = f", {train['torch_threads']} torch thread(s)" if threads else ""
+    if device is None:
+        return f"a 2-core CPU shared with other jobs{count}" if threads else "one shared CPU core"
+    return f"the CPU{count}" if device == "cpu" else f"GPU {device}"
+
+
+def _parameters(net: dict[str, Any]) -> int:
+    """Weights of the s-score net a header's ``net`` describes."""
+    from pipeline.nets.sscore_net import build_sscore_net
+
+    return sum(p.numel() for p in build_sscore_net(net).parameters())
+
+
+def _made(header: dict[str, Any]) -> list[str]:
+    train = header["train"]
+    ingest = _ingest_command(header["game"], train.get("games"), train["games_dir"])
+    lines = ["## How it was made", ""]
+    if ingest:
+        lines += [
+            f"Games: `{ingest}` (selection rules `{train['games'].get('rules')}`, "
+            f"{train['games'].get('kept'):,} games kept), run from the repository root.",
+            "",
+        ]
+    init = train.get("init_from_model")
+    if init:
+        lines += [
+            f"Started from the weights of `{init['model']}` (sha256 `{init['sha256']}`: "
+            f"{init['steps']} steps, {init['train_seconds'] / 60:.1f} min, "
+            f"{init['positions']:,} training positions), made by:",
+            "",
+            *(f"- `{c}`" for c in init["commands"]),
+            "",
+            "and trained further (new optimiser and learning-rate schedule) by:",
+            "",
+        ]
+    lines += [
+        *_commands(train.get("commands") or []),
+        _SPLIT_TEXT.format(fractions=tuple(train["split_fractions"]), salt=train["split_salt"]),
+        "",
+        f"Seed {train['seed']}; {train['steps']} steps in {train['train_seconds'] / 60:.1f} min "
+        f"of training on {_trained_on(train, threads=True)}, "
+        f"{train['positions_per_second']:.0f} training "
+        "positions/s on average.",
+        "",
+        "Settings: " + ", ".join(f"`{k}={v}`" for k, v in train.items() if k not in _RUN_KEYS),
+        "",
+    ]
+    history = header.get("history") or []
+    if history:
+        last = history[-1]
+        lines += [
+            "Last validation: "
+            + ", ".join(f"{k} {v:.4g}" for k, v in last.items() if isinstance(v, float | int)),
+            "",
+        ]
+    selected = train.get("selected")
+    if selected:
+        lines += [
+            f"Weights: those of step {selected['step']}, the validation with the highest "
+            f"`{selected['metric']}` ({selected['value']:+.3f}; `--select-best`), not those of "
+            f"the last step; the quality figures below are of these weights.",
+            "",
+        ]
+    return lines
+
+
+def _positions_seen(header: dict[str, Any]) -> int:
+    """Training positions behind the weights (this run's and its initial model's)."""
+    return round(positions_trained(header["train"]), -3)
+
+
+def sscore_card(header: dict[str, Any], name: str) -> str:
+    """Card of an s-score net, quality next to Chen et al.'s published figures."""
+    net, train, game = header["net"], header["train"], header["game"]
+    features = (
+        " together with the policy's log-likelihood of it and the policy entropy"
+        if net.get("policy_features")
+        else ""
+    )
+    lines = [
+        f"# {name}",
+        "",
+        f"Bradley-Terry strength estimator (s-score) of Chen, Shih & Wu (2025) for {game}, "
+        f"trained by Kibitz: {net['blocks']} residual blocks × {net['channels']} channels, "
+        f"policy, value and s-score heads; the move enters the score head as board planes"
+        f"{features}. Format `kibitz-sscore` (`pipeline/nets/sscore_net.py`), ONNX beside it.",
+        "",
+        *_made(header),
+        "## Quality (evaluation split)",
+        "",
+    ]
+    lines += _quality(header)
+    published = ", ".join(
+        f"n={n}: {p} %" for n, p in zip(NS, PUBLISHED_ACCURACY[game], strict=True)
+    )
+    lines += [
+        "## How far from the published net, and why",
+        "",
+        f"Chen et al. report {published}. Their estimators are 20-block × 256-channel residual "
+        f"nets trained on GPUs on hundreds of thousands of games. This one is {net['blocks']} × "
+        f"{net['channels']} ({_parameters(net):,} parameters) and saw about "
+        f"{_positions_seen(header):,.0f} training positions on {_trained_on(train)} (orders of "
+        "magnitude less training): one game of a player says much less about the rank than "
+        "with the published nets, so accuracy at small n is well below theirs. The same "
+        "command with `--blocks 20 --channels 256`, all games and no time budget on a GPU "
+        "machine is the full-size run.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _quality(header: dict[str, Any]) -> list[str]:
+    """Chen et al.'s protocol and the evaluation-split table of an s-score's header."""
+    quality, train = header.get("quality"), header["train"]
+    if not quality:
+        return []
+    per = train.get("evaluation_positions_per_instance")
+    moves = "all its moves" if per is None else f"at most {per} random moves of it"
+    return [
+        "Chen et al.'s protocol: each rank group's reference is the mean s-score of its "
+        f"instances in {train['max_reference_games']:,} training games; predict the group "
+        "whose reference is nearest to the mean s-score of n evaluation instances (an "
+        f"instance is a player's moves in one game; its score is the mean over {moves}); "
+        "1,000 draws per group; ±1 also accepts a neighbouring group.",
+        "",
+        SScoreEvaluation.from_dict(quality).to_markdown(),
+        "",
+    ]
+
+
+# Why a levels head trails the published nets: it knows only what its imitation nets say.
+_LEVELS_LIMITS = {
+    "chess": "the imitation nets, trained by CSSLab on millions of Lichess games, do the "
+    "judging; it knows only what their policies say about a move, and Maia-1 learnt from "
+    "players rated 1100-1900.",
+    "go": "the imitation nets do the judging; it knows only what their policies say about a "
+    "move. Kibitz's rank-conditioned Go policy trained for under an hour on a CPU, and its "
+    "ranks' priors for the same move differ by only hundredths of a nat (docs/train.md).",
+}
+_LEVELS_INPUTS = {
+    "chess": "planes, played move",
+    "go": "spatial and global features, legal-move mask, played move",
+}
+
+
+def levels_card(header: dict[str, Any], name: str) -> str:
+    """Card of a levels s-score: the head, the imitation nets it needs, quality."""
+    net, game = header["net"], header["game"]
+    published = ", ".join(
+        f"n={n}: {p} %" for n, p in zip(NS, PUBLISHED_ACCURACY[game], strict=True)
+    )
+    softmax = " (softmax over the legal moves)" if net.get("softmax") == "legal" else ""
+    lines = [
+        f"# {name}",
+        "",
+        f"Bradley-Terry strength estimator (s-score, Chen, Shih & Wu 2025) for {game} whose "
+        f"trunk is {len(net['levels'])} frozen imitation levels: per move it reads the move's "
+        f"log-likelihood and the policy entropy under each level{softmax}, and a 2-layer MLP "
+        f"of {net['hidden']} units turns those into the s-score (Kuboki et al.'s multi-level "
+        "features inside the s-score). Format `kibitz-sscore-levels` "
+        "(`pipeline/nets/sscore_levels.py`): this file holds only the head "
+        f"({_levels_parameters(net):,} parameters, Apache-2.0); the nets are loaded from the "
+        f"registry and checked against the sha256 they were trained with: {_level_nets(net)}. "
+        f"Loaded, the model takes the inputs of a `kibitz-sscore` net ({_LEVELS_INPUTS[game]}) "
+        "and runs each net once (a rank-conditioned net: one trunk pass, then each rank's "
+        "layers); `model.onnx` beside it is the head alone (features → s-score). The nets keep "
+        f"their licences, which a deployment that runs this model accepts: {_level_licences(net)}.",
+        "",
+        *_made(header),
+        *_policies_pass(header["train"].get("level_policies") or {}),
+        "## Quality (evaluation split)",
+        "",
+        *_quality(header),
+        "## How far from the published net, and why",
+        "",
+        f"Chen et al. report {published} with 20-block × 256-channel nets trained on GPUs on "
+        "hundreds of thousands of games. This head trains in minutes on a CPU because "
+        + _LEVELS_LIMITS[game],
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _level_models(net: dict[str, Any]) -> dict[str, list[str]]:
+    """Each distinct registry name of a levels header → its rank profiles (empty: plain net)."""
+    from pipeline.nets.sscore_levels import split_level
+
+    models: dict[str, list[str]] = {}
+    for level in net["levels"]:
+        model, profile = split_level(level)
+        models.setdefault(model, []).extend([profile] if profile else [])
+    return models
+
+
+def _level_nets(net: dict[str, Any]) -> str:
+    """Each net once, with its sha256 and, when rank-conditioned, the ranks read."""
+    from pipeline.nets.sscore_levels import split_level
+
+    sha = {split_level(level)[0]: digest for level, digest in net["level_sha256"].items()}
+    return ", ".join(
+        f"`{model}` (sha256 `{sha[model][:12]}…`"
+        + (f"; ranks {', '.join(ranks)})" if ranks else ")")
+        for model, ranks in _level_models(net).items()
+    )
+
+
+def _level_licences(net: dict[str, Any]) -> str:
+    """The licence the registry states for each net the head needs."""
+    from pipeline.nets.registry import ModelNotFoundError, find_entry
+
+    def licence(model: str) -> str:
+        try:
+            return find_entry(model).license or "not stated in the registry"
+        except ModelNotFoundError:
+            return "not in this registry"
+
+    return ", ".join(f"`{model}` {licence(model)}" for model in _level_models(net))
+
+
+def _policies_pass(record: dict[str, dict[str, Any]]) -> list[str]:
+    """The levels' one pass over each pool (the run's time is mostly this, not the steps)."""
+    if not record:
+        return []
+    parts = [
+        f"{name} {r['positions']:,} positions ("
+        + ("read from the run's cache" if r["seconds"] is None else f"{r['seconds'] / 60:.1f} min")
+        + ")"
+        for name, r in record.items()
+    ]
+    return [
+        "Before the steps, every position of each pool went through the levels' nets once "
+        "(`pipeline/train/level_policies.py`, cached in `RUN/level-policies/` by the pool's and the "
+        f"nets' fingerprint; the last invocation): {'; '.join(parts)}.",
+        "",
+    ]
+
+
+def _levels_parameters(net: dict[str, Any]) -> int:
+    """Weights of the head a levels header's ``net`` describes."""
+    from pipeline.nets.sscore_levels import LevelsHead, LevelsHeadConfig
+
+    head = LevelsHead(LevelsHeadConfig(tuple(net["levels"]), int(net["hidden"])))
+    return sum(p.numel() for p in head.parameters())
+
+
+def go_policy_card(header: dict[str, Any], name: str) -> str:
+    """Card of the rank-conditioned Go policy."""
+    from pipeline.train.go_policy import PolicyEvaluation  # torch-heavy: only for policy cards
+
+    net = header["net"]
+    quality = header.get("quality")
+    lines = [
+        f"# {name}",
+        "",
+        "Rank-conditioned Go imitation policy (`pipeline/nets/go_rank_policy.py`): one trunk pass "
+        "gives move logits for all ranks 10k … 9d at once, output (B, 19, 362). "
+        f"{net['blocks']} residual blocks × {net['channels']} channels, per-rank FiLM head of "
+        f"{net['head_channels']} channels. Format `kibitz-go-policy`, ONNX beside it.",
+        "",
+        f"Trained ranks (present in the training games): {', '.join(header['trained_ranks'])}. "
+        "Ranks 10k…6k have no games in the Fox selection; their priors are the linear "
+        "extrapolation of the trained ranks' parameters, not learned.",
+        "",
+        *_made(header),
+        "## Quality (evaluation split)",
+        "",
+    ]
+    if quality:
+        lines += [PolicyEvaluation.from_dict(quality).to_markdown(), ""]
+    lines += [
+        "## How far from KataGo's HumanSL net, and why",
+        "",
+        "KataGo's b18c384 HumanSL net was trained on GPUs on millions of human games; this "
+        f"{net['blocks']} × {net['channels']} net saw about {_positions_seen(header):,.0f} "
+        f"training positions on {_trained_on(header['train'])}. It imitates moves well for its "
+        "size, but "
+        "what separates adjacent ranks' moves is a few millinats per move, below what so little "
+        "training resolves. It exists to make Go imitation levels available offline and cheaply "
+        "(one trunk pass for all ranks); a full-size run is the same command with "
+        "`--blocks 20 --channels 256` and no time budget on a GPU machine.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def render_card(header: dict[str, Any], name: str) -> str:
+    """The card of a model of either format."""
+    if header["format"] == SSCORE_FORMAT:
+        return sscore_card(header, name)
+    if header["format"] == GO_POLICY_FORMAT:
+        return go_policy_card(header, name)
+    if header["format"] == LEVELS_FORMAT:
+        return levels_card(header, name)
+    raise ValueError(f"no model card for format {header['format']!r}")
+
+
+def write_card(folder: Path, name: str | None = None) -> Path:
+    """Re-render ``folder/MODEL_CARD.md`` from ``folder/model.yaml`` (name: the folder's)."""
+    folder = Path(folder)
+    header = yaml.safe_load((folder / HEADER_NAME).read_text(encoding="utf-8"))
+    path = folder / CARD_NAME
+    path.write_text(render_card(header, name or folder.name), encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    for arg in sys.argv[1:]:
+        print(write_card(Path(arg)))
