@@ -2,8 +2,8 @@
 
 Pinned to one GPU (``num_gpus=1``) when the cluster has GPUs, so a GPU is never shared between
 stages; on a CPU-only cluster it is a CPU actor with a fixed thread budget
-(``evaluator_cpus``). It wraps the plain step classes of ``pipeline.extract.chess`` /
-``pipeline.extract.go``; Ray restarts it when its process dies (``max_restarts=-1``) and the
+(``evaluator_cpus``). It wraps the net step of the game kind's extraction
+(``pipeline.kinds``: ``ChessNetStep`` / ``GoNetStep``); Ray restarts it when its process dies (``max_restarts=-1``) and the
 driver retries the batch it was working on (``max_task_retries=0``: the driver decides, so a
 batch that keeps failing is quarantined instead of retried forever).
 """
@@ -18,7 +18,7 @@ import ray
 
 from pipeline.extract.child_positions import ChildPositions, ChildValues
 from pipeline.extract.config import config_from_dict
-from pipeline.extract.steps import net_step
+from pipeline.kinds import game_kind
 
 # Reliability tests: a file path; the first evaluate() that finds the file deletes it and
 # SIGKILLs its own process mid-batch, so a test kills the net actor at an exact point, once.
@@ -44,7 +44,8 @@ class EvaluatorActor:
 
     def __init__(self, config: dict[str, Any]) -> None:
         device = "cuda" if ray.get_gpu_ids() else "cpu"
-        self.step = net_step(config_from_dict(config), device=device)
+        cfg = config_from_dict(config)
+        self.step = game_kind(cfg.game).extraction.net_step(cfg, device=device)
 
     def evaluate(self, work: Any) -> Any:
         """A chunk's encoded positions → the per-net result (ChessNetResult / GoNetResult)."""

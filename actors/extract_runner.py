@@ -34,9 +34,10 @@ import ray
 
 from actors.evaluator_actor import start_evaluators
 from actors.extract_tasks import assemble_task, children_task, encode_task
+from actors.ray_start import quiet_start_notices
 from pipeline.extract.config import ExtractConfig
-from pipeline.extract.steps import Part, game_ranges_for, needs_children
-from pipeline.nets.stockfish import StockfishSettings
+from pipeline.extract.steps import Part, game_ranges_for
+from pipeline.kinds import game_kind
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ def plan_actors(
     run on an H100 hung). ``node_cpus`` is the largest node's CPUs (default: ``cpus``).
     """
     n_eval = config.num_evaluators or max(gpus, 1)
-    stockfish = config.game == "chess" and config.value.evaluator == "stockfish"
+    stockfish = game_kind(config.game).extraction.engine(config) is not None
     if gpus:
         eval_cpus = 1.0
     elif config.evaluator_cpus:
@@ -99,10 +100,12 @@ class ExtractRunner:
     def __init__(self, config: ExtractConfig, games_root: str, *, address: str | None = None,
                  num_cpus: int | None = None) -> None:  # fmt: skip
         self.config = config
+        self.extraction = game_kind(config.game).extraction
         self.config_dict = config.to_dict()
         self.games_root = games_root
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
+            quiet_start_notices()
             # address="local" when none is given: a fresh embedded cluster, never silently
             # joining one that `ray start` left running on this machine.
             ray.init(
@@ -128,15 +131,11 @@ class ExtractRunner:
         )
         self._next_evaluator = itertools.cycle(range(n_eval))
         self.pool = None
-        if plan.engines:  # a chess value net runs inside the net actor instead
+        engine = self.extraction.engine(config)
+        if plan.engines and engine is not None:  # a chess value net runs in the net actor
             from actors.stockfish_pool import StockfishPool
 
-            v = config.value
-            self.pool = StockfishPool(
-                StockfishSettings(v.nodes, v.hash_mb),
-                plan.engines,
-                cpus_per_engine=plan.cpus_per_engine,
-            )
+            self.pool = StockfishPool(engine, plan.engines, cpus_per_engine=plan.cpus_per_engine)
         log.info(
             "ray: %d CPUs, %d GPUs; %d net actor(s) of %g CPUs, %d Stockfish engine(s)",
             self.cpus, gpus, n_eval, plan.evaluator_cpus, len(self.pool) if self.pool else 0,
@@ -148,7 +147,8 @@ class ExtractRunner:
         evaluator = self.evaluators[next(self._next_evaluator)]
         nets = evaluator.evaluate.remote(work)
         kids = None
-        if needs_children(self.config):  # the same actor: its nets are warm for this chunk
+        # The same actor: its nets are warm for this chunk.
+        if self.extraction.needs_children(self.config):
             kids = evaluator.evaluate_children.remote(
                 children_task.remote(self.config_dict, work, states, nets)
             )

@@ -14,15 +14,8 @@ import ray
 
 from pipeline.extract.child_positions import ChildPositions, ChildValues
 from pipeline.extract.config import config_from_dict
-from pipeline.extract.steps import (
-    Part,
-    PartResult,
-    assemble,
-    encode,
-    encode_children,
-    read_games_rows,
-    split_states,
-)
+from pipeline.extract.steps import Part, PartResult, assemble, read_games_rows, split_states
+from pipeline.kinds import game_kind
 
 
 @ray.remote(num_cpus=0, max_retries=0, num_returns=2)
@@ -30,13 +23,14 @@ def encode_task(config: dict[str, Any], games_root: str, part: Part) -> tuple[An
     """Read rows [start, stop) of one games file and encode their positions: (the work,
     Go's board states or None), two objects so that the states never reach the net actor."""
     cfg = config_from_dict(config)
-    return split_states(encode(cfg, read_games_rows(games_root, part)))
+    extraction = game_kind(cfg.game).extraction
+    return split_states(extraction.encode(cfg, read_games_rows(games_root, part)))
 
 
 @ray.remote(num_cpus=0, max_retries=0)
 def children_task(config: dict[str, Any], work: Any, states: Any, nets: Any) -> ChildPositions:
     """The positions after moves of one chunk (``pipeline/extract/child_positions.py``)."""
-    return encode_children(config_from_dict(config), work, nets, states)
+    return game_kind(config["game"]).extraction.encode_children(work, nets, states)
 
 
 @ray.remote(num_cpus=0, max_retries=0)
@@ -49,4 +43,5 @@ def assemble_task(
     *values: Any,
 ) -> PartResult:
     """The features table and the quarantined games of one part, with stage timings."""
-    return assemble(config_from_dict(config), part, work, nets, list(values), kids)
+    cfg = config_from_dict(config)
+    return assemble(game_kind(cfg.game).extraction, cfg, part, work, nets, list(values), kids)

@@ -27,8 +27,10 @@ from typing import Any
 
 import ray
 
+from actors.ray_start import quiet_start_notices
 from pipeline.ingest.selection import SelectionRules
 from pipeline.ingest.work import WorkItem, process_chunk
+from pipeline.kinds import game_kind
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +42,10 @@ IN_FLIGHT_PER_CPU = 2
 def ingest_chunk_task(
     game: str, item: WorkItem, rules: SelectionRules, out_dir: str
 ) -> dict[str, Any]:
-    """Read, select and commit one chunk on a worker; return the chunk's counts."""
-    return process_chunk(game, item, rules, Path(out_dir))
+    """Read, select and commit one chunk on a worker with the game kind's reader; return the
+    chunk's counts. The task gets the kind's name, not its reader: the name is what the driver
+    has, and the kind object is the same in every process."""
+    return process_chunk(game_kind(game).reader, item, rules, Path(out_dir))
 
 
 class RayChunkRunner:
@@ -55,6 +59,7 @@ class RayChunkRunner:
 
     def __enter__(self) -> RayChunkRunner:
         if not ray.is_initialized():
+            quiet_start_notices()
             if self.address is None:
                 # address="local": always a fresh embedded cluster, never silently joining
                 # one that `ray start` left running on this machine.

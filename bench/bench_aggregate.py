@@ -4,9 +4,10 @@
     python bench/bench_aggregate.py --game go           # Go-sized (~2M moves)
     python bench/bench_aggregate.py --features DIR      # real extracted features instead
 
-1. ``player_instance_features`` (sql/marts) over a features table the size of the whole testing
-   split, against a pandas groupby computing the same aggregates in the same run; moves/s and
-   the ratio. Without ``--features`` the table is synthetic with the real schema
+1. ``player_instance_features`` (sql/marts, reading the ``stg_moves`` view that
+   ``open_features`` creates) over a features table the size of the whole testing split,
+   against a pandas groupby computing the same aggregates in the same run; moves/s and the
+   ratio. Without ``--features`` the table is synthetic with the real schema
    (tests/synthetic_features.py: 9 imitation nets and one s-score net; chess 9,600 games ≈ 770k
    moves, Go 9,900 games ≈ 2M moves), because the whole split has not been extracted on this
    machine; the SQL's cost depends on rows and columns, not on the values.

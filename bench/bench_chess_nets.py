@@ -32,7 +32,7 @@ from pipeline.chess_game.spec import POLICY_INDEX_OF
 from pipeline.core import settings
 from pipeline.nets.check_chess import read_games
 from pipeline.nets.evaluator import make_evaluator
-from pipeline.nets.registry import load_net
+from pipeline.nets.loading import load_net
 
 MAIA_NETS = [f"maia-{level}" for level in range(1100, 2000, 100)]
 GAMES_FILE = ("chess", "lichess-2024-02-blitz", "testing", "1400-1600.pgn.zst")

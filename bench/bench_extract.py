@@ -37,7 +37,7 @@ from pipeline.ingest.work import IngestConfig, format_summary, resolve_sources
 from pipeline.jobs.extract import plan_chunks, run_extract
 from pipeline.jobs.ingest import run_ingest
 from pipeline.nets.evaluator import make_evaluator
-from pipeline.nets.registry import load_net
+from pipeline.nets.loading import load_net
 
 SPLITS = {
     "chess": settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "candidating",

@@ -54,10 +54,10 @@ from pipeline.ingest.sgf import plan_chunks, read_chunk
 from pipeline.nets.check_chess import read_games
 from pipeline.nets.katago_net import load_katago_net
 from pipeline.nets.katago_outputs import policy_probabilities
+from pipeline.nets.loading import load_net
 from pipeline.nets.net_bank import Gather, NetBank, NetJob, OneHot
 from pipeline.nets.packed_planes import pack_planes
 from pipeline.nets.policy_stats import PolicyStats
-from pipeline.nets.registry import load_net
 
 KATAGO_MODEL = "katago/g170-b6c96-s175395328-d26788732.bin.gz"
 KATAGO_INPUTS = "katago-g170-inputs.npz"

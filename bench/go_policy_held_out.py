@@ -21,7 +21,7 @@ import argparse
 
 from sscore_held_out import held_out_sets
 
-from pipeline.nets import registry as model_registry
+from pipeline.nets.loading import load_net
 from pipeline.train.go_policy import PositionScores, score_positions, summarise
 from pipeline.train.sscore_batches import build_pool
 
@@ -33,7 +33,7 @@ def main() -> None:
         "--positions", type=int, default=None, help="random moves per instance (default: all)"
     )
     args = parser.parse_args()
-    net = model_registry.load_net(args.model)
+    net = load_net(args.model)
     pooled = []
     for name, games in held_out_sets("go").items():
         pool = build_pool(games, "go", positions_per_instance=args.positions, seed=3)

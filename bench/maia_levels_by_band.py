@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from pipeline.nets.loading import load_net
 from pipeline.nets.sscore_levels import (
     MAIA_LEVELS,
     LevelsHead,
@@ -52,7 +53,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     config = LevelsHeadConfig(MAIA_LEVELS)
-    model = levels_sscore("chess", level_nets(config), LevelsHead(config))  # the head is not used
+    model = levels_sscore("chess", level_nets(config, load=load_net), LevelsHead(config))  # the head is not used
     levels = level_sha256(MAIA_LEVELS)
     n = len(MAIA_LEVELS)
     sets = [(name, games, None, 3, f"held-out-{i}")

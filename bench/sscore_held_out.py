@@ -40,7 +40,7 @@ from pipeline.core import settings
 from pipeline.core.data_split import EVALUATION, TRAIN, assign_splits
 from pipeline.ingest import pgn as ingest_pgn
 from pipeline.ingest import sgf as ingest_sgf
-from pipeline.nets import registry as model_registry
+from pipeline.nets.loading import load_net
 from pipeline.nets.sscore_levels import LevelsSScore, level_sha256
 from pipeline.train.level_policies import cached_level_policies
 from pipeline.train.sscore_batches import RANK_GROUPS, PositionPool, build_pool, random_other_legal
@@ -218,7 +218,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.seen_players and args.game != "chess":
         parser.error("--seen-players is chess only (see the module docstring)")
-    net = model_registry.load_net(args.model or f"kibitz-sscore-{args.game}").to(args.device)
+    net = load_net(args.model or f"kibitz-sscore-{args.game}").to(args.device)
     labels = tuple(RANK_GROUPS[args.game])
 
     if args.seen_players:

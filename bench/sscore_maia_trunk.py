@@ -36,11 +36,12 @@ import torch
 import torch.nn.functional as F
 
 from pipeline.chess_game import spec as chess_spec
-from pipeline.nets import registry as model_registry
+from pipeline.nets.loading import load_net
 from pipeline.nets.sscore_net import ScoreHead
+from pipeline.train.bradley_terry import bradley_terry_loss
 from pipeline.train.games import load_split_games, read_games
 from pipeline.train.loop import lr_at
-from pipeline.train.sscore import SScoreTrainConfig, bradley_terry_loss
+from pipeline.train.sscore import SScoreTrainConfig
 from pipeline.train.sscore_batches import PositionPool, build_pool, eligible_instances, sample_batch
 from pipeline.train.sscore_eval import (
     adjacent_gap_z,
@@ -282,7 +283,7 @@ def main() -> None:
           f"{', '.join(f'{len(h):,}' for h in held_out.values())} ({time.perf_counter() - t0:.0f} s)")  # fmt: skip
     variants = {"both": (True, False), "with": (True,), "without": (False,)}[args.r_inf]
     if not args.fine_tune:
-        maia = model_registry.load_net(args.maia).eval().to(args.device)
+        maia = load_net(args.maia).eval().to(args.device)
         t0 = time.perf_counter()
         trunks = {
             id(p): FrozenTrunk(maia, p, device=args.device) for p in (pool, *held_out.values())
@@ -294,7 +295,7 @@ def main() -> None:
         kind = f"{'with' if with_r_inf else 'without'} r∞, {args.steps} steps, G = {args.groups}"
         t0 = time.perf_counter()
         if args.fine_tune:
-            model = MaiaSScore(model_registry.load_net(args.maia), config.score_channels)
+            model = MaiaSScore(load_net(args.maia), config.score_channels)
             model = model.to(args.device)
 
             def score(p: PositionPool, model: MaiaSScore = model) -> np.ndarray:

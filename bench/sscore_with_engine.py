@@ -28,7 +28,7 @@ from chess_eval_loss_by_band import game_values
 from sscore_held_out import held_out_scores, held_out_sets, read_split
 
 from pipeline.core.data_split import VALIDATION, assign_splits
-from pipeline.nets import registry as model_registry
+from pipeline.nets.loading import load_net
 from pipeline.train.sscore_batches import RANK_GROUPS, PositionPool
 from pipeline.train.sscore_eval import adjacent_gap_z, group_means, group_sems, instance_means
 
@@ -77,7 +77,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1500, help="Stockfish nodes a position")
     parser.add_argument("--engines", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
-    net = model_registry.load_net(MODEL)
+    net = load_net(MODEL)
 
     testing = read_split("chess", "testing")
     validation = testing.filter(

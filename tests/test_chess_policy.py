@@ -135,7 +135,7 @@ def test_top1_moves_and_index_decoding() -> None:
 @pytest.mark.parametrize("net_name", NETS)
 def test_torch_net_on_kibitz_planes_matches_lc0(net_name, records, positions) -> None:
     from pipeline.nets.evaluator import make_evaluator
-    from pipeline.nets.registry import load_net
+    from pipeline.nets.loading import load_net
 
     pos, rows = positions
     mine = [i for i, r in enumerate(records) if r["net"] == net_name]

@@ -16,13 +16,8 @@ import torch
 from lc0_reference import lc0_reference
 
 from pipeline.core import settings
-from pipeline.nets.evaluator import (
-    BackendUnavailableError,
-    EvaluatorInputError,
-    OnnxEvaluator,
-    TorchEvaluator,
-    make_evaluator,
-)
+from pipeline.nets.backend_io import BackendUnavailableError, EvaluatorInputError
+from pipeline.nets.evaluator import OnnxEvaluator, TorchEvaluator, make_evaluator
 from pipeline.nets.lc0_net import load_lc0_net
 from pipeline.nets.onnx_export import cached_onnx, net_fingerprint
 

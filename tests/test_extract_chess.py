@@ -27,6 +27,7 @@ from pipeline.chess_game.encode import (
 from pipeline.chess_game.policy import policy_over_legal
 from pipeline.chess_game.spec import unpack_move
 from pipeline.core import settings
+from pipeline.core.catalog import load_models
 from pipeline.core.chunk_store import ChunkStore
 from pipeline.core.features_schema import PARTITION_COLUMNS
 from pipeline.extract.chess import (
@@ -41,8 +42,10 @@ from pipeline.extract.config import config_from_dict
 from pipeline.extract.levels_head import levels_on_imitation
 from pipeline.extract.steps import Part, read_games_rows, run_nets
 from pipeline.ingest.pgn import plan_chunks, read_chunk
+from pipeline.kinds import CHESS
 from pipeline.nets.evaluator import make_evaluator
-from pipeline.nets.registry import load_net, model_sha256
+from pipeline.nets.loading import load_net
+from pipeline.nets.registry import model_sha256
 from pipeline.nets.sscore_levels import MAIA_LEVELS
 from pipeline.nets.stockfish import V_MAX, StockfishSettings, terminal_win_rate, win_rate_to_v
 
@@ -177,8 +180,7 @@ def test_duckdb_reads_the_partitioned_output(extracted, tmp_path):
         f"create view features as select * from read_parquet('{tmp_path}/game=*/**/*.parquet',"
         " hive_partitioning = true)"
     )
-    sql = (settings.SQL_DIR / "staging" / "stg_moves.sql").read_text()
-    con.execute(f"create view stg_moves as {sql}")
+    con.execute(f"create view stg_moves as {load_models()['stg_moves'].sql}")
     cols = [r[0] for r in con.execute("describe stg_moves").fetchall()]
     assert cols == table.schema.names
     dupes = con.execute(
@@ -228,7 +230,7 @@ VALUE_NET = "maia-1900"  # Maia nets carry lc0's WDL head
 def net_extracted(games):
     config = small_config(value={"evaluator": "net", "model": VALUE_NET})
     work = encode_chess(games)
-    nets, kids = run_nets(config, ChessNetStep(config), work)
+    nets, kids = run_nets(CHESS.extraction, config, ChessNetStep(config), work)
     return config, games, work, nets, kids, assemble_chess(config, work, nets, [], kids)
 
 

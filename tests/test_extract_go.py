@@ -30,10 +30,11 @@ from pipeline.go_game import spec as go_spec
 from pipeline.go_game.encode import IllegalCandidateError, encode_children, encode_games
 from pipeline.go_game.rules import GoGameSpec, games_from_table
 from pipeline.ingest.sgf import plan_chunks, read_chunk
+from pipeline.kinds import GO
 from pipeline.nets.evaluator import make_evaluator
 from pipeline.nets.go_rank_policy import UnknownRankError
 from pipeline.nets.katago_outputs import policy_probabilities, postprocess
-from pipeline.nets.registry import load_net
+from pipeline.nets.loading import load_net
 
 GAMES = 2
 PLIES = 40
@@ -106,7 +107,7 @@ def extract(games: pa.Table, raw: dict) -> Extracted:
     config = config_from_dict(raw)
     work = encode_go(games, config)
     step = GoNetStep(config)
-    nets, kids = run_nets(config, step, work)
+    nets, kids = run_nets(GO.extraction, config, step, work)
     return Extracted(config, games, work, step, nets, kids, assemble_go(config, work, nets, kids))
 
 

@@ -18,6 +18,7 @@ from pipeline.nets.go_rank_policy import (
     rank_index,
     rank_number,
 )
+from pipeline.nets.loading import load_net
 from pipeline.train.go_policy import (
     PositionScores,
     clustered_sem,
@@ -78,7 +79,7 @@ def test_one_trunk_pass_equals_per_rank_forwards(pool):
 
 
 def test_untrained_ranks_are_the_linear_extrapolation():
-    net = model_registry.load_net("kibitz-go-policy")
+    net = load_net("kibitz-go-policy")
     trained = net.header["trained_ranks"]
     assert trained == ["5k", "4k", "3k", "2k", "1k", *[f"{n}d" for n in range(1, 10)]]
     untrained = [rank_index(r) for r in GO_POLICY_RANKS if r not in trained]
@@ -101,7 +102,7 @@ def test_shipped_policy_quality_and_rank_conditioning_on_held_out_games():
     """
     entry = model_registry.resolve("kibitz-go-policy")
     assert entry.format == "kibitz-go-policy" and entry.game == "go"
-    net = model_registry.load_net("kibitz-go-policy")
+    net = load_net("kibitz-go-policy")
     result = evaluate_policy(net, evaluation_pool("go", HELD_OUT_READ, 16))
     overall = float((result.accuracy * result.positions).sum() / result.positions.sum())
     assert overall >= SHIPPED_MIN_ACCURACY
@@ -151,7 +152,7 @@ def test_pooled_scores_equal_one_pool_of_both(pool):
 
 def test_shipped_policy_onnx_matches_torch(pool):
     entry = model_registry.resolve("kibitz-go-policy")
-    net = model_registry.load_net("kibitz-go-policy")
+    net = load_net("kibitz-go-policy")
     rows = np.arange(8)
     spatial, global_ = pool.planes[rows].astype(np.float32), pool.global_[rows]
     with torch.inference_mode():

@@ -26,6 +26,7 @@ from typing import Any
 import chess.pgn
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 import ray
 import zstandard
@@ -303,7 +304,8 @@ def test_missing_tags_are_quarantined_with_their_names(
 ) -> None:
     games = list(good_games)
     games[7] = re.sub(r'\[White "[^"]*"\]\n', "", games[7])
-    games[8] = re.sub(r'\[(UTC)?Date "[^"]*"\]\n', "", games[8])
+    games[8] = re.sub(r'\[(UTC)?Date "[^"]*"\]\n', "", games[8])  # no date: kept, month unknown
+    games[9] = re.sub(r'\[(Black|Result) "[^"]*"\]\n', "", games[9])
     path = tmp_path / "tags.pgn"
     path.write_text("\n".join(games))
     kept, quarantine, _ = _read_file(path)
@@ -311,7 +313,9 @@ def test_missing_tags_are_quarantined_with_their_names(
     reasons = quarantine.column("reason").to_pylist()
     assert quarantine.column("error_type").to_pylist() == ["MissingHeaderError"] * 2
     assert "game 7 " in reasons[0] and "missing tag(s) White" in reasons[0]
-    assert "game 8 " in reasons[1] and "UTCDate/Date" in reasons[1]
+    assert "game 9 " in reasons[1] and "missing tag(s) Black, Result" in reasons[1]
+    undated = kept.filter(pc.equal(kept["source_index"], 8)).to_pylist()[0]
+    assert (undated["month"], undated["date"]) == ("unknown", None)
 
 
 def test_a_game_set_up_from_a_position_is_quarantined_naming_the_fen(

@@ -22,7 +22,9 @@ import yaml
 from pipeline.cli import models as cli_models
 from pipeline.core import settings
 from pipeline.nets import registry as model_registry
+from pipeline.nets.formats import NET_FORMATS
 from pipeline.nets.lc0_net import Lc0Net
+from pipeline.nets.loading import LOADERS, load_net
 from pipeline.nets.registry import (
     ChecksumMismatchError,
     FetchError,
@@ -107,10 +109,18 @@ def test_user_registry_adds_entries_and_is_validated(tmp_path: Path) -> None:
 
 
 def test_load_net_by_name_and_path() -> None:
-    net = model_registry.load_net("maia-1300")
+    net = load_net("maia-1300")
     assert isinstance(net, Lc0Net) and net.output_names == ("policy", "wdl")
-    by_path = model_registry.load_net(settings.models_dir() / "maia" / "maia-1300.pb.gz")
+    by_path = load_net(settings.models_dir() / "maia" / "maia-1300.pb.gz")
     assert by_path.description == net.description
+
+
+def test_every_registry_format_has_one_loader(tmp_path: Path) -> None:
+    assert sorted(LOADERS) == sorted(NET_FORMATS)
+    assert all(callable(loader) for loader in LOADERS.values())
+    write_user_registry(tmp_path, [{**user_entry("odd", "x.pb.gz", "ab" * 32), "format": "onnx"}])
+    with pytest.raises(RegistryFileError, match="has format 'onnx'"):
+        model_registry.list_models(models_dir=tmp_path)
 
 
 def test_fetch_fails_fast_offline(tmp_path: Path) -> None:

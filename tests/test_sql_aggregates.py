@@ -1,4 +1,5 @@
-"""The SQL marts on a tiny features table written as real Parquet, against hand-computed values.
+"""The SQL marts on a tiny features table written as real Parquet, against hand-computed values;
+the run order derived from the models' references; the staging layer changes no figure.
 
 Instances (one player's moves in one game):
 - ("A", white), alice, 60 moves: moves 1–25 have loss 1, prior 1/2; moves 26–50 loss 3, prior
@@ -15,12 +16,22 @@ import math
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pyarrow as pa
 import pytest
 from synthetic_features import write_features
 
+from pipeline.core import catalog
 from pipeline.core.features_schema import features_schema
-from pipeline.meta.aggregate import AggregateConfig, feature_columns, load_mart, run_aggregate
+from pipeline.meta.aggregate import (
+    AggregateConfig,
+    build_marts,
+    feature_columns,
+    load_mart,
+    mart_names,
+    open_features,
+    run_aggregate,
+)
 
 ALPHA, GAMMA = 0.5, 2.0
 FLOOR = math.log(1e-6)
@@ -85,15 +96,21 @@ def tiny_moves() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def aggregates(tmp_path_factory) -> Path:
+    """An output home with features-chess/ and aggregates-chess/ (the folder returned)."""
     root = tmp_path_factory.mktemp("agg")
     schema = features_schema(["maia-1100"], ["s1"])
     table = pa.Table.from_pylist(tiny_moves(), schema=schema)
     # two months → two partitions, written like `kibitz extract` does
     for month in ("2024-02", "2024-03"):
         part = table.filter(pa.compute.equal(table["month"], month))
-        write_features(part, root / "features")
-    run_aggregate(root / "features", root / "out", config=AggregateConfig(alpha=ALPHA, gamma=GAMMA))
-    return root / "out"
+        write_features(part, root / "features-chess")
+    out = root / "aggregates-chess"
+    summary = run_aggregate(
+        root / "features-chess", out, config=AggregateConfig(alpha=ALPHA, gamma=GAMMA)
+    )
+    assert summary["catalog"] is None  # not in an output home: no catalog written by itself
+    catalog.refresh_catalog(root)
+    return out
 
 
 def instance(aggregates: Path, game_id: str, colour: str) -> dict:
@@ -102,7 +119,8 @@ def instance(aggregates: Path, game_id: str, colour: str) -> dict:
 
 
 def test_grain_key_unique_and_not_null(aggregates: Path):
-    con = duckdb.connect(str(aggregates / "kibitz.duckdb"), read_only=True)
+    # through the home's catalog: chess_<mart> views over aggregates-chess/<mart>.parquet
+    con = duckdb.connect(str(aggregates.parent / catalog.CATALOG_FILE), read_only=True)
     for table, key in (
         ("player_instance_features", "game_id, colour"),
         ("player_features", "game, source, player"),
@@ -112,12 +130,14 @@ def test_grain_key_unique_and_not_null(aggregates: Path):
     ):
         total, distinct, nulls = con.execute(
             f"select count(*), count(distinct ({key})), "
-            f"count(*) filter (where {' or '.join(f'{c} is null' for c in key.split(', '))}) from {table}"
+            f"count(*) filter (where {' or '.join(f'{c} is null' for c in key.split(', '))})"
+            f" from chess_{table}"
         ).fetchone()
         assert total == distinct and nulls == 0, table
-    assert con.execute("select count(*) from player_instance_features").fetchone()[0] == 4
-    # the database's features view reads the Parquet in place
-    assert con.execute("select count(*) from features").fetchone()[0] == 69
+    assert con.execute("select count(*) from chess_player_instance_features").fetchone()[0] == 4
+    # the catalog's features view is stg_moves over the Parquet, read in place
+    assert con.execute("select count(*) from chess_features").fetchone()[0] == 69
+    assert not list(aggregates.glob("*.duckdb*"))  # the scratch database is gone
 
 
 def test_cutoffs_mean_median_std_of_loss_and_sscore(aggregates: Path):
@@ -204,3 +224,79 @@ def test_feature_columns_cover_every_net_and_cutoff(aggregates: Path):
         assert f"sscore_s1_std_{k}" in columns
         assert f"loss_c64_mean_{k}" in columns
         assert f"moves_{k}" not in columns
+
+
+def test_marts_read_the_staging_models_in_derived_order():
+    models = catalog.load_models()
+    assert models["player_instance_features"].refs == {"stg_moves"}
+    assert models["loss_by_move_number"].refs == {"stg_moves"}
+    assert models["stg_moves"].refs == {"features"} and models["stg_games"].refs == {"games"}
+    order = catalog.run_order(models)
+    for name, model in models.items():
+        assert all(order.index(ref) < order.index(name) for ref in model.refs if ref in models)
+    assert [models[n].layer for n in order] == sorted(
+        (models[n].layer for n in order), key=catalog.SQL_LAYERS.index
+    )
+    # what an aggregation builds: the features' models only (stg_games reads games)
+    assert catalog.run_order(models, mart_names(models))[:2] == [
+        "stg_moves",
+        "player_instance_features",
+    ]
+    assert "stg_games" not in mart_names(models) and "stg_moves" not in mart_names(models)
+    assert set(mart_names(models)) == {
+        "player_instance_features", "player_features", "rank_groups", "prior_profile",
+        "loss_by_move_number",
+    }  # fmt: skip
+
+
+def write_models(root: Path, files: dict[str, str]) -> Path:
+    for name, sql in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(sql)
+    return root
+
+
+def test_a_cycle_or_an_unknown_reference_is_an_error(tmp_path: Path):
+    cycle = catalog.load_models(
+        write_models(
+            tmp_path / "cycle",
+            {
+                "staging/stg_a.sql": "select * from features",
+                "marts/m1.sql": "with x as (select * from m2) select * from x",
+                "marts/m2.sql": "select * from m1 join stg_a using (game_id)",
+            },
+        )
+    )
+    assert cycle["m1"].refs == {"m2"}  # the CTE x is no reference
+    with pytest.raises(catalog.SqlModelError, match="cycle"):
+        catalog.run_order(cycle)
+    assert catalog.run_order(cycle, ["stg_a"]) == ["stg_a"]
+    unknown = catalog.load_models(
+        write_models(tmp_path / "unknown", {"marts/m.sql": "select * from stg_nothing"})
+    )
+    with pytest.raises(catalog.SqlModelError, match="stg_nothing"):
+        catalog.run_order(unknown)
+    with pytest.raises(catalog.SqlModelError, match="bad template call"):
+        catalog.load_models(
+            write_models(tmp_path / "bad", {"marts/m.sql": "select {{ open('x') }} from features"})
+        )
+
+
+def test_net_column_patterns_come_from_features_schema():
+    text = "columns({{ net_columns('logprior', 'top1') }}), columns({{ net_column('top1') }})"
+    assert catalog.render_sql(text) == "columns('^(logprior|top1)_.+$'), columns('^top1_(.+)$')"
+    rendered = catalog.render_sql("{{ net_columns('sscore', also=['loss']) }}")
+    assert rendered == "'^(loss|(sscore)_.+)$'"
+    assert not [m.name for m in catalog.load_models().values() if "{{" in m.sql]
+
+
+def test_staging_changes_no_figure(aggregates: Path):
+    """Every mart built on stg_moves equals the same SQL reading the features view directly
+    (stg_moves bound to ``select * from features``), the way the marts read before."""
+    con = open_features(aggregates.parent / "features-chess")
+    build_marts(con)
+    models = catalog.load_models()
+    direct = {"stg_moves": "select * from features"}
+    for name in ("player_instance_features", "loss_by_move_number"):
+        old = con.sql(catalog.bind_sql(models[name].sql, direct)).df()
+        pd.testing.assert_frame_equal(con.sql(f"from {name}").df(), old, check_exact=True)

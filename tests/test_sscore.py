@@ -17,9 +17,10 @@ from train_real_games import chess_games, evaluation_pool, go_games
 
 from pipeline.chess_game.encode import encode_games
 from pipeline.nets import registry as model_registry
+from pipeline.nets.loading import load_net
 from pipeline.nets.sscore_net import SScoreNet, SScoreNetConfig, policy_features
+from pipeline.train.bradley_terry import bradley_terry_loss, ordered_pair_share
 from pipeline.train.model_cards import render_card
-from pipeline.train.sscore import bradley_terry_loss, ordered_pair_share
 from pipeline.train.sscore_batches import build_pool, eligible_instances, net_inputs, sample_batch
 from pipeline.train.sscore_eval import (
     group_means,
@@ -167,7 +168,7 @@ def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(na
     """Issue 8: the mean s-score rises monotonically with rank group on held-out games."""
     entry = model_registry.resolve(name)
     assert entry.format == fmt and entry.source == "project"
-    net = model_registry.load_net(name)
+    net = load_net(name)
     game = entry.game
     pool = evaluation_pool(game, WHOLE_FILE, 16)
     groups, r = pool.instance_group.astype(np.int64), len(pool.rank_groups)
@@ -227,7 +228,7 @@ def test_score_head_reads_the_detached_policy(game):
 def test_shipped_onnx_matches_torch(game, chess_pool, go_pool):
     pool = chess_pool if game == "chess" else go_pool
     entry = model_registry.resolve(f"kibitz-sscore-{game}")
-    net = model_registry.load_net(f"kibitz-sscore-{game}")
+    net = load_net(f"kibitz-sscore-{game}")
     rows = np.arange(16)
     inputs = net_inputs(pool, rows, pool.played[rows])
     with torch.inference_mode():

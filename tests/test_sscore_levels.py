@@ -21,8 +21,9 @@ from pipeline.cli.train_nets import levels_config
 from pipeline.nets import registry as model_registry
 from pipeline.nets.evaluator import make_evaluator
 from pipeline.nets.go_rank_policy import rank_index
+from pipeline.nets.kibitz_model_file import ModelFileError, read_model_file
 from pipeline.nets.legal_softmax import legal_mask
-from pipeline.nets.model_export import ModelFileError, read_model_file
+from pipeline.nets.loading import load_net, load_net_file
 from pipeline.nets.sscore_levels import (
     GO_LEVELS,
     GO_RANK_LEVELS,
@@ -139,7 +140,7 @@ def test_loaded_model_scores_moves_as_the_head_on_cached_policies(trained, chess
     """The registry-loaded model (9 Maia nets + head) and the trainer's cached-feature path give
     the same s-score; the exported ONNX head and the ONNX export of the whole model agree."""
     out, _, _ = trained
-    net = model_registry.load_net(out / "model.kibitz.pt")
+    net = load_net(out / "model.kibitz.pt")
     assert isinstance(net, LevelsSScore) and net.output_names == ("sscore",)
     config = LevelsTrainConfig()
     games = load_split_games(chess_dir, "chess", "validation", split_config=config.split_config(),
@@ -173,9 +174,9 @@ def test_a_level_net_other_than_the_trained_one_is_refused(trained, tmp_path):
     header["net"]["level_sha256"]["maia-1500"] = "0" * 64
     torch.save({"header": header, "state_dict": state}, tmp_path / "model.kibitz.pt")
     with pytest.raises(LevelsModelError, match=r"maia-1500.*trained on sha256 0000"):
-        model_registry.load_net(tmp_path / "model.kibitz.pt")
+        load_net(tmp_path / "model.kibitz.pt")
     with pytest.raises(ModelFileError, match="expected 'kibitz-sscore'"):
-        model_registry.load_net_file(out / "model.kibitz.pt", "kibitz-sscore")
+        load_net_file(out / "model.kibitz.pt", "kibitz-sscore")
 
 
 def test_head_standardises_by_the_training_features():
@@ -209,7 +210,7 @@ def test_go_levels_are_ranks_of_one_policy_and_katago_read_over_legal_moves(go_t
     sha = model_registry.model_sha256("kibitz-go-policy")
     kata = model_registry.model_sha256(KATAGO)
     assert header["net"]["level_sha256"] == {**dict.fromkeys(GO_RANK_LEVELS, sha), KATAGO: kata}
-    net = model_registry.load_net(out / "model.kibitz.pt")
+    net = load_net(out / "model.kibitz.pt")
     assert net.input_names == ("spatial", "global", "legal", "played")
     assert len(net.nets) == 2  # the 11 rank levels share one net, run once; then KataGo
     assert net.ranks == [[rank_index(level.split("@")[1]) for level in GO_RANK_LEVELS], []]
@@ -226,7 +227,7 @@ def test_go_levels_model_scores_as_its_head_on_each_ranks_legal_policy(go_traine
     (``at_rank``) or KataGo's policy channel 0, with a legal-move softmax computed here; the
     ONNX export of the whole model agrees too."""
     out, games_dir = go_trained
-    net = model_registry.load_net(out / "model.kibitz.pt")
+    net = load_net(out / "model.kibitz.pt")
     games = load_split_games(games_dir, "go", "validation",
                              split_config=LevelsTrainConfig(game="go").split_config(),
                              table=read_games(games_dir, "go"))  # fmt: skip
@@ -239,7 +240,7 @@ def test_go_levels_model_scores_as_its_head_on_each_ranks_legal_policy(go_traine
         cached = net.head(torch.from_numpy(features))[:, 0].numpy()
     np.testing.assert_allclose(cached, direct, atol=5e-3)  # policies are stored as float16
     assert np.ptp(direct) > 0.01
-    policy = model_registry.load_net("kibitz-go-policy")
+    policy = load_net("kibitz-go-policy")
     spatial, global_ = (torch.from_numpy(a[rows]).float() for a in (pool.planes, pool.global_))
     legal = legal_mask(pool.legal_offsets, pool.legal_index, rows, 362)
     for i in (0, 5, 10):  # 4k, 4d, 9d
@@ -248,7 +249,7 @@ def test_go_levels_model_scores_as_its_head_on_each_ranks_legal_policy(go_traine
         logp = torch.log_softmax(logits.masked_fill(~legal, -torch.inf), dim=1)
         played = logp[torch.arange(len(rows)), torch.from_numpy(pool.played[rows])].numpy()
         np.testing.assert_allclose(features[:, i], played, atol=5e-3)
-    kata = model_registry.load_net(KATAGO)
+    kata = load_net(KATAGO)
     with torch.inference_mode():
         logits = kata(spatial, global_)[0][:, 0]  # KataGo's policy channel 0, (B, 362)
     logp = torch.log_softmax(logits.masked_fill(~legal, -torch.inf), dim=1)
@@ -263,8 +264,8 @@ def test_go_levels_model_scores_as_its_head_on_each_ranks_legal_policy(go_traine
 
 def test_a_level_must_name_a_rank_exactly_for_a_rank_conditioned_net():
     with pytest.raises(LevelsModelError, match="rank-conditioned; name a rank"):
-        level_nets(LevelsHeadConfig(("kibitz-go-policy", "kibitz-go-policy@3d")))
+        level_nets(LevelsHeadConfig(("kibitz-go-policy", "kibitz-go-policy@3d")), load=load_net)
     with pytest.raises(LevelsModelError, match="not rank-conditioned; name it without @3d"):
-        level_nets(LevelsHeadConfig(("maia-1100", "maia-1500@3d")))
+        level_nets(LevelsHeadConfig(("maia-1100", "maia-1500@3d")), load=load_net)
     with pytest.raises(LevelsModelError, match="'12k'"):
-        level_nets(LevelsHeadConfig(("kibitz-go-policy@1d", "kibitz-go-policy@12k")))
+        level_nets(LevelsHeadConfig(("kibitz-go-policy@1d", "kibitz-go-policy@12k")), load=load_net)

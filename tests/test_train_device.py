@@ -13,8 +13,8 @@ from train_real_games import SMALL_SSCORE, chess_games, go_games, train_small, w
 
 from pipeline.cli.main import build_parser, main
 from pipeline.cli.train_nets import sscore_config
-from pipeline.nets.model_export import read_model_file
-from pipeline.nets.registry import load_net
+from pipeline.nets.kibitz_model_file import read_model_file
+from pipeline.nets.loading import load_net
 from pipeline.train.device import DeviceError, resolve_device
 from pipeline.train.go_policy import GoPolicyTrainConfig
 from pipeline.train.go_policy import train as train_policy

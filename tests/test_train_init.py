@@ -9,7 +9,7 @@ import pytest
 import torch
 from train_real_games import SMALL_SSCORE, go_games, train_small, write_games_dir
 
-from pipeline.nets.model_export import read_model_file
+from pipeline.nets.kibitz_model_file import read_model_file
 from pipeline.nets.registry import file_sha256
 from pipeline.train.go_policy import GoPolicyTrainConfig
 from pipeline.train.go_policy import train as train_policy

@@ -11,7 +11,7 @@ from train_real_games import SMALL_SSCORE, train_small
 
 from pipeline.cli.main import build_parser
 from pipeline.cli.train_nets import sscore_config
-from pipeline.nets.model_export import read_model_file
+from pipeline.nets.kibitz_model_file import read_model_file
 from pipeline.nets.sscore_net import SScoreNet, SScoreNetConfig
 from pipeline.train.loop import (
     CHECKPOINT_NAME,

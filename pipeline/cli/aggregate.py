@@ -1,11 +1,15 @@
 """``kibitz aggregate``: per-move features → player-instance, player and rank-group tables (DuckDB).
 
-    kibitz aggregate --features kibitz-out/features-chess --out kibitz-out/aggregates-chess
+    kibitz aggregate                                           # $KIBITZ_HOME/features-chess
+    kibitz aggregate --features kibitz-out/features-go         # → kibitz-out/aggregates-go
     kibitz aggregate --features DIR --out DIR --alpha 0.2 --gamma 0.5
+    kibitz aggregate --sql player_instance_features            # print one model's SQL
 
 Writes OUT/player_instance_features.parquet, OUT/player_features.parquet,
-OUT/rank_groups.parquet and the same tables in OUT/kibitz.duckdb (open it with
-``duckdb OUT/kibitz.duckdb``). The SQL is in sql/marts/; see docs/meta.md.
+OUT/rank_groups.parquet, OUT/prior_profile.parquet and OUT/loss_by_move_number.parquet. OUT is
+by default ``aggregates-<kind>`` beside the features folder, where the output home's catalog
+sees it: ``duckdb kibitz-out/kibitz.duckdb`` then has the views ``chess_player_features`` …
+(pipeline/core/catalog.py). The SQL is in sql/ (staging → marts → reports); see docs/meta.md.
 """
 
 from __future__ import annotations
@@ -14,19 +18,26 @@ import argparse
 from pathlib import Path
 
 from pipeline.core import settings
-from pipeline.meta.aggregate import AggregateConfig, FeaturesNotFoundError, run_aggregate
+from pipeline.core.catalog import aggregates_dir_for, load_models
+from pipeline.meta.aggregate import AggregateConfig, run_aggregate
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
+    if args.sql:
+        models = load_models()
+        if args.sql not in models:
+            raise SystemExit(f"no SQL model {args.sql!r}; known: {', '.join(sorted(models))}")
+        print(models[args.sql].sql)
+        return 0
+    features = Path(args.features)
+    out = Path(args.out) if args.out else aggregates_dir_for(features)
     config = AggregateConfig(alpha=args.alpha, gamma=args.gamma)
-    try:
-        summary = run_aggregate(Path(args.features), Path(args.out), config=config)
-    except FeaturesNotFoundError as exc:
-        raise SystemExit(f"kibitz aggregate: {exc}") from exc
+    summary = run_aggregate(features, out, config=config)
     rows = ", ".join(f"{name} {count:,}" for name, count in summary["rows"].items())
+    catalog = f"; catalog {summary['catalog']}" if summary["catalog"] else ""
     print(
         f"{summary['moves']:,} moves → {rows} in {summary['sql_s']:.2f} s "
-        f"({summary['moves_per_s']:,.0f} moves/s); database {summary['database']}"
+        f"({summary['moves_per_s']:,.0f} moves/s); tables in {out}{catalog}"
     )
     return 0
 
@@ -46,8 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--out",
-        default=str(settings.home_dir() / "aggregates"),
-        help="output folder (default: $KIBITZ_HOME/aggregates)",
+        help="output folder (default: aggregates-<kind> beside the features folder)",
     )
     parser.add_argument(
         "--alpha",
@@ -60,5 +70,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=defaults.gamma,
         help=f"γ of (6.3), (6.4) (default {defaults.gamma})",
+    )
+    parser.add_argument(
+        "--sql",
+        metavar="MODEL",
+        help="print the SQL of one model under sql/ with its net-column patterns filled in"
+        " (to run by hand), and exit",
     )
     parser.set_defaults(func=cmd_aggregate)

@@ -21,32 +21,22 @@ from pipeline.core import settings
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from pipeline.jobs.estimate import NoGamesOfPlayerError, run_estimate
-    from pipeline.meta.aggregate import AggregatesNotFoundError
-    from pipeline.meta.model import MetaDataError
-    from pipeline.meta.train import MetaModelsNotFoundError, load_meta_models
+    from pipeline.jobs.estimate import run_estimate
+    from pipeline.meta.train import load_meta_models
 
     model_dir = Path(args.model) if args.model else settings.home_dir() / f"meta-{args.game}"
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="kibitz-estimate-"))
-    try:
-        models = load_meta_models(model_dir)
-        estimate = run_estimate(
-            args.game,
-            args.files,
-            args.player,
-            models,
-            work,
-            config_path=Path(args.config) if args.config else None,
-            nodes=args.nodes,
-            feature_set=args.feature_set,
-        )
-    except (
-        NoGamesOfPlayerError,
-        MetaModelsNotFoundError,
-        MetaDataError,
-        AggregatesNotFoundError,
-    ) as exc:
-        raise SystemExit(f"kibitz estimate: {exc}") from exc
+    models = load_meta_models(model_dir)
+    estimate = run_estimate(
+        args.game,
+        args.files,
+        args.player,
+        models,
+        work,
+        config_path=Path(args.config) if args.config else None,
+        nodes=args.nodes,
+        feature_set=args.feature_set,
+    )
     print(json.dumps(asdict(estimate), indent=1) if args.json else estimate.to_text())
     return 0
 

@@ -8,7 +8,9 @@
 Common options: ``--games-per-chunk N`` (work unit and resume granularity), ``--force`` (redo
 from scratch), ``--address ADDR`` (join a Ray cluster), ``--num-cpus N`` (embedded Ray).
 The default output is ``$KIBITZ_HOME/games``; the default rules are the game's Kuboki et al.
-2025 preset (``--preset all`` keeps every readable game). Exit status 1 when a chunk failed.
+2025 preset (``--preset all`` keeps every readable game). Exit status 1 when a chunk failed,
+or when no input held a single readable game (all quarantined, or none at all): then, after
+the summary, one line ``kibitz ingest: no readable game in 'FILE' (N quarantined: …)``.
 """
 
 from __future__ import annotations
@@ -18,14 +20,37 @@ import logging
 from pathlib import Path
 
 from pipeline.core import settings
+from pipeline.core.errors import KibitzError
 from pipeline.ingest.selection import PRESET_NAMES, load_preset, load_rules
-from pipeline.ingest.work import IngestConfig, format_summary, resolve_sources
+from pipeline.ingest.work import (
+    QUARANTINE_TABLE,
+    IngestConfig,
+    format_summary,
+    resolve_sources,
+)
 from pipeline.jobs.ingest import run_ingest
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_PRESETS = {"chess": "chess-kuboki2025", "go": "go-kuboki2025"}
 DEFAULT_GAMES_PER_CHUNK = {"chess": 20_000, "go": 20_000}
+
+
+class NoReadableGameError(KibitzError, ValueError):
+    """Inputs of which not one game could be read (every game quarantined, or none found)."""
+
+
+def check_readable(summary: dict) -> None:
+    """Raise :class:`NoReadableGameError` when the run's inputs held no readable game."""
+    if summary["games_read"] - summary["quarantined"] > 0:
+        return
+    files = ", ".join(repr(f) for f in summary["per_file"] or summary["sources"])
+    reasons = ", ".join(f"{k}: {v}" for k, v in summary["quarantine_reasons"].items())
+    quarantine = Path(summary["out_dir"]) / QUARANTINE_TABLE
+    detail = f"; {reasons}; see {quarantine}" if reasons else ""
+    raise NoReadableGameError(
+        f"no readable game in {files} ({summary['quarantined']} quarantined{detail})"
+    )
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -48,7 +73,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     summary = run_ingest(config)
     print(format_summary(summary))
     print(f"  summary: {config.out_dir / '_summary.json'}")
-    return 1 if summary["chunks"]["failed"] else 0
+    if summary["chunks"]["failed"]:
+        return 1
+    check_readable(summary)
+    return 0
 
 
 def _add_game_parser(subparsers: argparse._SubParsersAction, game: str, what: str) -> None:

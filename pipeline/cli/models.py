@@ -5,7 +5,8 @@
 - ``kibitz models fetch NAME... | --all`` downloads entries from their url, verified by sha256;
   without a network it fails within the connect timeout with a clear message.
 - ``kibitz models check NAME --pgn FILE | --sgf FILE`` prints move-matching accuracy and mean
-  log-likelihood of a net on real games (pipeline.nets.check_chess / pipeline.nets.check_go).
+  log-likelihood of a net on real games: the check of the net's game kind
+  (``pipeline.kinds``: ``kind.check_net``, i.e. pipeline.nets.check_chess / check_go).
 
 ``--models-dir DIR`` (before the sub-command) points the whole process at another models
 directory, exactly like ``KIBITZ_MODELS_DIR``.
@@ -14,19 +15,17 @@ directory, exactly like ``KIBITZ_MODELS_DIR``.
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 import sys
 from pathlib import Path
 
+from pipeline.kinds import game_kind
 from pipeline.nets import registry as model_registry
 from pipeline.nets.backends import BACKENDS
 
 logger = logging.getLogger(__name__)
 
-# Which check module serves each game (contract C5).
-CHECK_MODULES = {"chess": "pipeline.nets.check_chess", "go": "pipeline.nets.check_go"}
 GAME_OF_FORMAT = {"lc0": "chess", "katago": "go"}
 
 
@@ -95,17 +94,18 @@ def _game_of(net: str) -> str:
 
 def cmd_check(args: argparse.Namespace) -> int:
     _use_models_dir(args)
-    game = _game_of(args.name)
-    games_file = args.pgn if game == "chess" else args.sgf
+    kind = game_kind(_game_of(args.name))
+    games_file = getattr(args, kind.games_format)  # --pgn / --sgf
     if games_file is None:
-        flag = "--pgn" if game == "chess" else "--sgf"
-        print(f"{args.name!r} is a {game} net: give the games with {flag} FILE", file=sys.stderr)
+        print(
+            f"{args.name!r} is a {kind.name} net: give the games with --{kind.games_format} FILE",
+            file=sys.stderr,
+        )
         return 2
     options: dict[str, object] = {"max_games": args.max_games, "backend": args.backend}
     if args.device is not None or args.backend == "tensorrt":
         options["device"] = args.device or "cuda"
-    check_net = importlib.import_module(CHECK_MODULES[game]).check_net
-    result = check_net(args.name, games_file, **options)
+    result = kind.check_net(args.name, games_file, **options)
     print(result.to_text())
     return 0
 
@@ -155,13 +155,3 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--device", default=None, help="cpu or cuda[:N] (default cpu; cuda for tensorrt)"
     )
     check.set_defaults(func=cmd_check)
-
-
-def main(argv: list[str] | None = None) -> int:
-    from pipeline.cli.main import main as kibitz_main
-
-    return kibitz_main(["models", *(argv if argv is not None else sys.argv[1:])])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,22 +6,21 @@ The ``kibitz ratings`` command; every run is tracked in MLflow.
     kibitz ratings tune  --games DIR --system elo --train-frac 0.8 [--grid grid.yaml]
     kibitz ratings depth --games DIR
 
-Without ``--tracking-uri`` runs go to the embedded store ``OUT/mlflow.db``.
+Without ``--tracking-uri`` runs go to ``$MLFLOW_TRACKING_URI``, else the project's embedded
+store ``$KIBITZ_HOME/mlflow.db`` (``pipeline.core.settings.tracking_uri``).
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import logging
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pipeline.core import settings
+from pipeline.core.errors import KibitzError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -68,37 +67,8 @@ _OPTION_FIELDS: dict[str, dict[str, str]] = {
 }
 
 
-class RatingsOptionError(ValueError):
+class RatingsOptionError(KibitzError, ValueError):
     """A command-line option that does not apply to the chosen rating system."""
-
-
-def _user_errors(
-    command: Callable[[argparse.Namespace], int],
-) -> Callable[[argparse.Namespace], int]:
-    """Print the narrow input errors of the ratings modules as one line and exit 2, no traceback."""
-
-    @functools.wraps(command)
-    def run(args: argparse.Namespace) -> int:
-        from pipeline.ratings.data import GamesTableError
-        from pipeline.ratings.elo import EloConfigError
-        from pipeline.ratings.glicko2 import Glicko2ConfigError
-        from pipeline.ratings.skill_depth import SkillDepthError
-        from pipeline.ratings.systems import SystemParameterError
-        from pipeline.ratings.trueskill import TrueSkillConfigError
-        from pipeline.ratings.ttt import TTTConfigError
-        from pipeline.ratings.tune import GridError, SplitError
-
-        try:
-            return command(args)
-        except (
-            RatingsOptionError, GamesTableError, EloConfigError, Glicko2ConfigError,
-            SystemParameterError, TrueSkillConfigError, TTTConfigError, GridError, SplitError,
-            SkillDepthError,
-        ) as exc:  # fmt: skip
-            print(f"kibitz ratings {args.ratings_command}: error: {exc}", file=sys.stderr)
-            return 2
-
-    return run
 
 
 def _floats(n: int):
@@ -137,7 +107,8 @@ def _add_common(parser: argparse.ArgumentParser, *, out_required: bool) -> None:
         + ("" if out_required else " (default $KIBITZ_HOME/ratings-<command>)"),
     )
     parser.add_argument(
-        "--tracking-uri", help="MLflow tracking server (default: sqlite store in --out)"
+        "--tracking-uri",
+        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///$KIBITZ_HOME/mlflow.db)",
     )
     parser.add_argument("--experiment", default=EXPERIMENT, help="MLflow experiment name")
 
@@ -201,10 +172,8 @@ def _out_dir(args: argparse.Namespace, command: str) -> Path:
     return out
 
 
-def _tracking_uri(args: argparse.Namespace, out: Path) -> str:
-    from pipeline.core import tracking
-
-    return args.tracking_uri or tracking.default_tracking_uri(out)
+def _tracking_uri(args: argparse.Namespace) -> str:
+    return settings.tracking_uri(args.tracking_uri)
 
 
 def _write_table(table: pa.Table, path: Path) -> None:
@@ -267,7 +236,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     _write_table(final, out / "final.parquet")
     resolved = {"system": args.system, **config_params(config)}
     (out / "config.json").write_text(json.dumps(resolved, indent=2, default=str) + "\n")
-    uri = _tracking_uri(args, out)
+    uri = _tracking_uri(args)
     with tracking.tracked_run(
         args.experiment,
         run_name=f"fit-{args.system}",
@@ -341,7 +310,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     _write_table(table, out / "tune_table.parquet")
     _write_table(best.bins, out / "chosen_bins.parquet")
     (out / "report.txt").write_text(report + "\n")
-    uri = _tracking_uri(args, out)
+    uri = _tracking_uri(args)
     with tracking.tracked_run(
         args.experiment,
         run_name=f"tune-{args.system}",
@@ -434,7 +403,7 @@ def cmd_depth(args: argparse.Namespace) -> int:
     ax.set_ylabel("net score S = 2p − 1 of the stronger level")
     ax.set_title("Skill Trace")
     ax.legend()
-    uri = _tracking_uri(args, out)
+    uri = _tracking_uri(args)
     with tracking.tracked_run(
         args.experiment,
         run_name="skill-depth",
@@ -479,7 +448,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_common(fit, out_required=True)
     _add_system_options(fit)
-    fit.set_defaults(func=_user_errors(cmd_fit))
+    fit.set_defaults(func=cmd_fit)
 
     tune = commands.add_parser("tune", help="choose a rating system's parameters by test-period F1")
     _add_common(tune, out_required=False)
@@ -490,10 +459,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     when.add_argument(
         "--train-frac", type=float, help="training share of games in time order (0.8)"
     )
-    tune.set_defaults(func=_user_errors(cmd_tune))
+    tune.set_defaults(func=cmd_tune)
 
     depth = commands.add_parser(
         "depth", help="skill depth (M, r, β) from games between rank groups"
     )
     _add_common(depth, out_required=False)
-    depth.set_defaults(func=_user_errors(cmd_depth))
+    depth.set_defaults(func=cmd_depth)

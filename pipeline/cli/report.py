@@ -14,12 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipeline.meta.aggregate import (
-    AggregateConfig,
-    AggregatesNotFoundError,
-    FeaturesNotFoundError,
-    run_aggregate,
-)
+from pipeline.meta.aggregate import AggregateConfig, run_aggregate
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -27,18 +22,15 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     train_out = Path(args.meta) if args.meta else None
-    try:
-        if args.aggregates:
-            aggregates = Path(args.aggregates)
-        elif args.features:
-            aggregates = out / "aggregates"
-            config = AggregateConfig(alpha=args.alpha, gamma=args.gamma)
-            run_aggregate(Path(args.features), aggregates, config=config)
-        else:
-            raise SystemExit("kibitz report: give --features or --aggregates")
-        written = write_report(aggregates, out, game=args.game, train_out=train_out)
-    except (AggregatesNotFoundError, FeaturesNotFoundError) as exc:
-        raise SystemExit(f"kibitz report: {exc}") from exc
+    if args.aggregates:
+        aggregates = Path(args.aggregates)
+    elif args.features:
+        aggregates = out / "aggregates"
+        config = AggregateConfig(alpha=args.alpha, gamma=args.gamma)
+        run_aggregate(Path(args.features), aggregates, config=config)
+    else:
+        raise SystemExit("kibitz report: give --features or --aggregates")
+    written = write_report(aggregates, out, game=args.game, train_out=train_out)
     for path in written:
         print(path)
     return 0

@@ -1,6 +1,6 @@
 """``kibitz run``: the main job on the embedded default, end to end, in one command.
 
-    kibitz run                          # 2 games of every band / rank group, chess and Go
+    kibitz run                          # 4 games of every band / rank group, chess and Go
     kibitz run --games-per-group 0      # the whole candidating splits (long on a laptop CPU)
     kibitz run --game chess --out /tmp/kibitz
 
@@ -11,10 +11,14 @@ options, summary and resume behaviour:
    chess band file and of each Fox rank-group file) is written to ``OUT/sample/``;
 2. ``kibitz ingest chess|go`` with the Kuboki et al. 2025 presets → ``OUT/games``;
 3. ``kibitz extract chess|go`` (Maia-1100…1900 + Stockfish; KataGo) → ``OUT/features-GAME``;
-4. ``kibitz aggregate`` → ``OUT/aggregates-GAME`` (Parquet + ``kibitz.duckdb``);
-5. ``kibitz ratings fit --system elo`` → ``OUT/ratings-GAME`` (MLflow run in ``OUT``).
+4. ``kibitz aggregate`` → ``OUT/aggregates-GAME`` (Parquet);
+5. ``kibitz ratings fit --system elo`` → ``OUT/ratings-GAME``, tracked in ``OUT/mlflow.db``
+   (one MLflow store for both games: ``mlflow ui --backend-store-uri sqlite:///OUT/mlflow.db``;
+   ``MLFLOW_TRACKING_URI`` overrides).
 
-Re-running resumes: finished chunks are not redone.
+Re-running resumes: finished chunks are not redone. ``OUT/kibitz.duckdb`` is the catalog of it all:
+views ``chess_games``, ``go_features``, ``chess_player_features`` … over the tables
+(pipeline/core/catalog.py), so ``duckdb OUT/kibitz.duckdb`` needs no paths.
 """
 
 from __future__ import annotations
@@ -26,12 +30,18 @@ from pathlib import Path
 
 import zstandard
 
+from pipeline.cli import aggregate, extract, ingest, ratings
 from pipeline.core import settings
+from pipeline.core.catalog import CATALOG_FILE, refresh_catalog
 
 log = logging.getLogger(__name__)
 
+# 4 games of each of the 8 chess bands and 11 Fox rank groups: 32 + 44 games, every group with
+# 8 player-instances in the aggregates, a few minutes end to end on a 2-core CPU.
+DEFAULT_GAMES_PER_GROUP = 4
 CHESS_SPLIT = Path("chess/lichess-2024-02-blitz/candidating")
 GO_SPLIT = Path("go/fox-selected/candidating")
+STAGE_COMMANDS = (ingest, extract, aggregate, ratings)  # the commands `kibitz run` types
 
 
 def sample_chess(split_dir: Path, out_dir: Path, games_per_band: int) -> list[Path]:
@@ -65,10 +75,18 @@ def sample_go(split_dir: Path, out_dir: Path, games_per_group: int) -> list[Path
 
 
 def _stage(argv: list[str]) -> None:
-    from pipeline.cli.main import main
+    """``kibitz ARGV`` in this process, parsed by that command's own parser.
 
+    A user error propagates: ``kibitz run`` prints it as its own one line (``pipeline/cli/main.py``)
+    after the logged ``kibitz ARGV`` that names the stage.
+    """
+    parser = argparse.ArgumentParser(prog="kibitz")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module in STAGE_COMMANDS:
+        module.register(commands)
+    args = parser.parse_args(argv)
     log.info("kibitz %s", " ".join(argv))
-    code = main(argv)
+    code = int(args.func(args) or 0)
     if code:
         raise SystemExit(f"stage 'kibitz {' '.join(argv)}' failed with exit code {code}")
 
@@ -78,6 +96,8 @@ def _run(args: argparse.Namespace) -> int:
     data = settings.data_dir()
     games_dir = out / "games"
     common = ["--no-progress"] if args.no_progress else []
+    # One MLflow store for the whole run: OUT is this run's home (OUT/mlflow.db).
+    tracking = ["--tracking-uri", settings.tracking_uri(home=out)]
     for game in args.game:
         split = data / (CHESS_SPLIT if game == "chess" else GO_SPLIT)
         if not split.is_dir():
@@ -86,9 +106,10 @@ def _run(args: argparse.Namespace) -> int:
         n = args.games_per_group
         files = sample_chess(split, sample, n) if game == "chess" else sample_go(split, sample, n)
         features = out / f"features-{game}"
+        aggregates = out / f"aggregates-{game}"
         _stage(["ingest", game, *map(str, files), "--out", str(games_dir), *common])
         _stage(["extract", game, "--games", str(games_dir), "--out", str(features), *common])
-        _stage(["aggregate", "--features", str(features), "--out", str(out / f"aggregates-{game}")])
+        _stage(["aggregate", "--features", str(features), "--out", str(aggregates)])
         _stage(
             [
                 "ratings",
@@ -101,9 +122,11 @@ def _run(args: argparse.Namespace) -> int:
                 "elo",
                 "--out",
                 str(out / f"ratings-{game}"),
+                *tracking,
             ]
         )
-    print(f"done: outputs in {out} (open {out}/aggregates-*/kibitz.duckdb with DuckDB)")
+    views = refresh_catalog(out)
+    print(f"done: outputs in {out}; {len(views)} views in {out / CATALOG_FILE} (open with DuckDB)")
     return 0
 
 
@@ -123,10 +146,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--games-per-group",
         type=int,
-        default=4,
-        help="games per chess band / Go rank group from the candidating split (0 = all; default 2)",
+        default=DEFAULT_GAMES_PER_GROUP,
+        help="games per chess band / Go rank group from the candidating split"
+        " (0 = all; default %(default)s)",
     )
-    parser.add_argument("--out", default=str(settings.home_dir()), help="output folder")
+    parser.add_argument(
+        "--out",
+        default=str(settings.home_dir()),
+        help="output folder, with the MLflow store mlflow.db (default: $KIBITZ_HOME)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.set_defaults(func=_run_with_defaults)
 

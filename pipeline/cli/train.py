@@ -19,8 +19,8 @@ from pathlib import Path
 
 from pipeline.core import settings
 from pipeline.core.data_split import SplitConfig
-from pipeline.meta.aggregate import AggregateConfig, AggregatesNotFoundError, FeaturesNotFoundError
-from pipeline.meta.model import DEFAULT_NS, FEATURE_SETS, FIT_SPLITS, MetaConfig, MetaDataError
+from pipeline.meta.aggregate import AggregateConfig
+from pipeline.meta.model import DEFAULT_NS, FEATURE_SETS, FIT_SPLITS, MetaConfig
 
 log = logging.getLogger(__name__)
 
@@ -75,13 +75,10 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
         features_dir=Path(args.features) if args.features else None,
         aggregates_dir=Path(args.aggregates) if args.aggregates else None,
         player_aggregates_dir=Path(args.player_aggregates) if args.player_aggregates else None,
-        tracking_uri=args.tracking_uri,
+        tracking_uri=settings.tracking_uri(args.tracking_uri),
         aggregate=AggregateConfig(alpha=args.alpha, gamma=args.gamma),
     )
-    try:
-        manifest = run_train_meta(run, config)
-    except (MetaDataError, AggregatesNotFoundError, FeaturesNotFoundError) as exc:
-        raise SystemExit(f"kibitz train meta: {exc}") from exc
+    manifest = run_train_meta(run, config)
     from pipeline.meta.report import load_results
 
     results = load_results(run.out_dir)
@@ -115,7 +112,10 @@ def _add_meta_parser(trainers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--out", help="output folder (default: $KIBITZ_HOME/meta-GAME, where estimate looks)"
     )
-    parser.add_argument("--tracking-uri", help="MLflow server (default: sqlite store in --out)")
+    parser.add_argument(
+        "--tracking-uri",
+        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///$KIBITZ_HOME/mlflow.db)",
+    )
     parser.add_argument(
         "--n",
         type=_int_list,

@@ -9,8 +9,9 @@ Added to ``kibitz train`` (``pipeline/cli/train.py``) by :func:`add_parsers`::
     kibitz train sscore-levels go --games kibitz-out/games-go --out kibitz-out/sscore-go-levels
     kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy --max-minutes 40
 
-``--out`` receives checkpoints/, model.kibitz.pt, model.onnx, model.yaml, MODEL_CARD.md and the
-MLflow store (unless ``--tracking-uri``); ``--resume`` continues from its checkpoint.
+``--out`` receives checkpoints/, model.kibitz.pt, model.onnx, model.yaml and MODEL_CARD.md; the
+run is tracked in the project's MLflow store (``$KIBITZ_HOME/mlflow.db`` unless
+``--tracking-uri`` or ``MLFLOW_TRACKING_URI``); ``--resume`` continues from its checkpoint.
 ``--device`` picks where the net trains (default: a CUDA GPU when torch sees one); on a GPU raise
 ``--groups`` / ``--batch-size`` so each step fills it. ``--init-from MODEL`` starts a new run from a trained model's weights (same format and net
 shape) with a fresh schedule, to train a shipped model further or on other games.
@@ -28,6 +29,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from pipeline.core import settings
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +101,10 @@ def _add_common(
     parser.add_argument(
         "--threads", type=int, help="torch CPU threads (results depend on it; default: torch's)"
     )
-    parser.add_argument("--tracking-uri", help="MLflow server (default: sqlite store in --out)")
+    parser.add_argument(
+        "--tracking-uri",
+        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///$KIBITZ_HOME/mlflow.db)",
+    )
     parser.add_argument("--register", metavar="NAME", help="register the model under NAME")
     parser.add_argument(
         "--models-root", help="where --register puts it (default: $KIBITZ_MODELS_DIR)"
@@ -120,12 +126,6 @@ def _command_line() -> str:
     return "kibitz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-def _default_tracking_uri(out: Path) -> str:
-    from pipeline.core.tracking import default_tracking_uri  # mlflow is slow to import: only here
-
-    return default_tracking_uri(out)
-
-
 def _run(
     args: argparse.Namespace,
     config: Any,
@@ -135,27 +135,23 @@ def _run(
     description: str,
 ) -> int:
     """Train, write the model card next to the export, print it, register when asked."""
-    from pipeline.train.device import DeviceError, resolve_device
+    from pipeline.train.device import resolve_device
     from pipeline.train.model_cards import write_card
 
     if args.threads is not None:
         import torch
 
         torch.set_num_threads(args.threads)
-    try:
-        resolve_device(config.device)  # before any data is read
-    except DeviceError as exc:
-        raise SystemExit(f"kibitz train: {exc}") from exc
+    resolve_device(config.device)  # before any data is read (a DeviceError: one line, main.py)
     out = Path(args.out)
     result = train(
         config, Path(args.games), out, max_minutes=args.max_minutes, resume=args.resume,
-        progress=not args.no_progress, tracking_uri=args.tracking_uri or _default_tracking_uri(out),
+        progress=not args.no_progress, tracking_uri=settings.tracking_uri(args.tracking_uri),
         command=_command_line(),
     )  # fmt: skip
     card = write_card(out, args.register or out.name)
     print(card.read_text(encoding="utf-8"))
     if args.register:
-        from pipeline.core import settings
         from pipeline.nets.model_export import register_model
 
         root = Path(args.models_root) if args.models_root else settings.models_dir()

@@ -29,11 +29,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from pipeline.core.errors import KibitzError
+
 SPLITS = ("train", "validation", "evaluation")
 TRAIN, VALIDATION, EVALUATION = range(3)
 
 
-class SplitConfigError(ValueError):
+class SplitConfigError(KibitzError, ValueError):
     """Split fractions that are negative or do not sum to 1."""
 
 

@@ -1,14 +1,14 @@
 """The per-move features table: one row per move played, the contract between extraction and the
 SQL aggregates / meta-models.
 
-Keep in sync with the "Features table" section of README.md and with ``sql/staging/stg_moves.sql``.
+Keep in sync with the "Features table" section of docs/tables.md and with ``sql/staging/stg_moves.sql``.
 
 Layout on disk (hive partitioning)::
 
     DIR/game=chess/source=lichess/month=2024-02/part-<chunk_id>.parquet
 
 Fixed columns are listed in ``BASE_FIELDS``. Each configured net adds columns named by the
-helpers below, so adding an imitation level or a strength net is a config entry and its columns
+one function, :func:`feature_column`, so adding an imitation level or a strength net is a config entry and its columns
 appear (SQL reads them with DuckDB's ``COLUMNS('logprior_.*')``):
 
 - imitation net ``NAME`` (e.g. ``maia_1100``, ``rank_5k``): ``prior_NAME`` (float32, probability
@@ -69,19 +69,52 @@ def column_slug(net_name: str) -> str:
     return slug
 
 
+# The per-net column families: which kind of net adds them and their Arrow type. This and
+# :func:`feature_column` are the one place the ``<family>_<net slug>`` rule is written.
+NET_COLUMN_FAMILIES: dict[str, tuple[str, pa.DataType]] = {
+    "prior": ("imitation", pa.float32()),
+    "logprior": ("imitation", pa.float32()),
+    "top1": ("imitation", pa.bool_()),
+    "sscore": ("strength", pa.float32()),
+}
+
+
+def feature_column(family: str, net_name: str) -> str:
+    """The features-table column of one net: ``("prior", "maia-1100")`` → ``"prior_maia_1100"``.
+
+    Extraction writes these names, the SQL aggregates derive theirs from them
+    (:func:`net_columns_regex`), and the meta-models and ``kibitz estimate`` read them back.
+    """
+    if family not in NET_COLUMN_FAMILIES:
+        raise ValueError(f"unknown column family {family!r}; known: {sorted(NET_COLUMN_FAMILIES)}")
+    return f"{family}_{column_slug(net_name)}"
+
+
+def net_columns_regex(families: tuple[str, ...] = tuple(NET_COLUMN_FAMILIES)) -> str:
+    """A regex matching every column of these families, whatever the net: what the SQL's
+    ``COLUMNS('…')`` star expressions select, so a net added to a config needs no SQL edit."""
+    unknown = [f for f in families if f not in NET_COLUMN_FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown column families {unknown!r}")
+    return "^(" + "|".join(families) + ")_.+$"
+
+
 def imitation_fields(net_name: str) -> list[pa.Field]:
     """The columns one imitation (policy) net adds."""
-    s = column_slug(net_name)
     return [
-        pa.field(f"prior_{s}", pa.float32()),
-        pa.field(f"logprior_{s}", pa.float32()),
-        pa.field(f"top1_{s}", pa.bool_()),
+        pa.field(feature_column(family, net_name), dtype)
+        for family, (kind, dtype) in NET_COLUMN_FAMILIES.items()
+        if kind == "imitation"
     ]
 
 
 def strength_fields(net_name: str) -> list[pa.Field]:
     """The column one strength (s-score) net adds."""
-    return [pa.field(f"sscore_{column_slug(net_name)}", pa.float32())]
+    return [
+        pa.field(feature_column(family, net_name), dtype)
+        for family, (kind, dtype) in NET_COLUMN_FAMILIES.items()
+        if kind == "strength"
+    ]
 
 
 def features_schema(imitation_nets: list[str], strength_nets: list[str] = ()) -> pa.Schema:

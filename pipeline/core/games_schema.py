@@ -1,6 +1,6 @@
 """The games table: one row per game, the contract between ingestion and everything after it.
 
-Keep in sync with the "Games table" section of README.md and with ``sql/staging/stg_games.sql``.
+Keep in sync with the "Games table" section of docs/tables.md and with ``sql/staging/stg_games.sql``.
 
 Layout on disk (hive partitioning, DuckDB reads it with
 ``read_parquet('DIR/**/*.parquet', hive_partitioning = true)``)::
@@ -12,6 +12,11 @@ Layout on disk (hive partitioning, DuckDB reads it with
     DIR/_summary.json                                   the run summary
 
 Conventions
+- ``month``: ``"YYYY-MM"`` of the game's date (chess ``UTCDate``, else ``Date``; Go ``DT``).
+  When the month is not known (PGN ``1997.??.??`` / ``????.??.??`` or no date tag, an SGF
+  without a ``DT`` date) it is ``"unknown"`` (:data:`UNKNOWN_MONTH`) and ``date`` is null; a
+  known month with an unknown day (``1997.05.??``) keeps ``"1997-05"`` with a null ``date``.
+  No ``?`` in partition folder names: it is a glob wildcard in shells and DuckDB paths.
 - ``game_id``: 16 hex chars of blake2b over the game's source identity (Lichess: the game URL;
   Fox: archive-relative member name, or collection file name + game index when a collection
   has no other identity). Stable across re-runs and machines; never a row counter.
@@ -28,15 +33,26 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from pipeline.core.errors import KibitzError
+
 # Partition columns, outermost first. They are directory names on disk, not columns in files.
 PARTITION_COLUMNS = ("game", "source", "month")
+# ``month`` of a game whose month is not known (see the module docstring).
+UNKNOWN_MONTH = "unknown"
+
+
+class UnknownGameError(KibitzError, ValueError):
+    """A game kind (the ``game`` column / partition) that Kibitz has no reader, nets or features
+    for. Raised by ``pipeline.kinds.game_kind``; it lives here, at the bottom, so that any stage
+    may raise or catch it without importing the stages above."""
+
 
 GAMES_SCHEMA = pa.schema(
     [
         pa.field("game_id", pa.string(), nullable=False),  # blake2b-64 of the source identity
         pa.field("game", pa.string(), nullable=False),  # "chess" | "go"            (partition)
         pa.field("source", pa.string(), nullable=False),  # "lichess" | "fox" | …     (partition)
-        pa.field("month", pa.string(), nullable=False),  # "2024-02"                (partition)
+        pa.field("month", pa.string(), nullable=False),  # "2024-02" | "unknown"    (partition)
         pa.field("source_file", pa.string(), nullable=False),  # path as given on the command line
         pa.field("source_member", pa.string()),  # member inside an archive (7z), else null
         pa.field("source_index", pa.int64(), nullable=False),  # 0-based game number in file/member

@@ -8,6 +8,10 @@ that a cluster job, a test and the README commands agree on where things are.
 - ``KIBITZ_MODELS_DIR``: default ``$KIBITZ_SHARED_DIR/models``.
 - ``KIBITZ_DATA_DIR``: default ``$KIBITZ_SHARED_DIR/data``.
 - ``KIBITZ_HOME``: outputs of the embedded default run; default ``./kibitz-out``.
+- ``MLFLOW_TRACKING_URI``: where every command tracks its MLflow runs (MLflow's own variable);
+  default ``sqlite:///$KIBITZ_HOME/mlflow.db``, one store for every run of a project, so that
+  ``mlflow ui --backend-store-uri sqlite:///kibitz-out/mlflow.db`` shows them side by side. A
+  command's ``--tracking-uri`` wins over both.
 """
 
 from __future__ import annotations
@@ -52,3 +56,20 @@ def reference_dir() -> Path:
 def home_dir() -> Path:
     """Where the embedded default run writes its tables, models and MLflow store."""
     return _env_path("KIBITZ_HOME", Path.cwd() / "kibitz-out")
+
+
+def tracking_uri(explicit: str | None = None, *, home: Path | None = None) -> str:
+    """The MLflow store of a run: ``explicit`` (``--tracking-uri``), else
+    ``$MLFLOW_TRACKING_URI``, else the SQLite store ``mlflow.db`` in ``home`` (default
+    :func:`home_dir`), whatever folder the command writes its outputs to.
+
+    >>> tracking_uri("http://mlflow:5000")
+    'http://mlflow:5000'
+    """
+    if explicit:
+        return explicit
+    from_env = os.environ.get("MLFLOW_TRACKING_URI")
+    if from_env:
+        return from_env
+    db = (Path(home).expanduser().resolve() if home is not None else home_dir()) / "mlflow.db"
+    return f"sqlite:///{db}"

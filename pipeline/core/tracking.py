@@ -1,18 +1,20 @@
 """MLflow tracking for every Kibitz fit and tuning run (contract C9).
 
-Two ways to track, chosen by one ``--tracking-uri`` option:
+Two ways to track, chosen by one ``--tracking-uri`` option (or MLflow's own
+``MLFLOW_TRACKING_URI``); the rule is :func:`pipeline.core.settings.tracking_uri`:
 
-- embedded default (no option): a local store inside the output folder, ``sqlite:///OUT/mlflow.db``
-  with artifacts under ``OUT/mlartifacts``. MLflow 3 made SQLite its default store and keeps the
-  file store (``mlruns/``) only for compatibility, so Kibitz uses SQLite too; open it with
-  ``mlflow ui --backend-store-uri sqlite:///OUT/mlflow.db``.
+- embedded default (neither): one local store per output home for every command of a project,
+  ``sqlite:///$KIBITZ_HOME/mlflow.db`` (``kibitz-out/mlflow.db``) with artifacts under
+  ``$KIBITZ_HOME/mlartifacts``; ``kibitz run --out DIR`` uses ``DIR/mlflow.db``. MLflow 3 made
+  SQLite its default store and keeps the file store (``mlruns/``) only for compatibility, so
+  Kibitz uses SQLite too; open it with ``mlflow ui --backend-store-uri sqlite:///kibitz-out/mlflow.db``.
 - a server: ``--tracking-uri http://host:5000``; the server decides where artifacts go.
 
 Child runs (one per grid configuration of ``kibitz ratings tune``) pass the parent's run id.
 Tables are logged as CSV (readable in the MLflow UI) and Parquet (exact types); plots as PNG
 drawn with matplotlib's Agg backend (no display on cluster nodes).
 
-Run: ``python -c "from pipeline.core.tracking import default_tracking_uri; print(default_tracking_uri(__import__('pathlib').Path('out')))"``.
+Run: ``python -c "from pipeline.core.settings import tracking_uri; print(tracking_uri())"``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from pipeline.core import settings
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -37,7 +41,7 @@ ARTIFACTS_FOLDER = "mlartifacts"  # next to mlflow.db in the embedded store
 
 
 def default_tracking_uri(out_dir: Path) -> str:
-    """The embedded local store for runs whose outputs go to ``out_dir``."""
+    """The embedded local store in ``out_dir`` (commands use ``settings.tracking_uri()``)."""
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     return f"{_SQLITE_PREFIX}{out_dir / 'mlflow.db'}"
@@ -50,6 +54,8 @@ def _experiment_id(experiment: str, tracking_uri: str) -> str:
     Without an explicit artifact location MLflow would put a SQLite store's artifacts in
     ``./mlruns`` of whatever folder the command ran in.
     """
+    if tracking_uri.startswith(_SQLITE_PREFIX):  # SQLite creates the file, not its folder
+        Path(tracking_uri[len(_SQLITE_PREFIX) :]).parent.mkdir(parents=True, exist_ok=True)
     client = mlflow.MlflowClient(tracking_uri)
     found = client.get_experiment_by_name(experiment)
     if found is not None:
@@ -77,12 +83,10 @@ def tracked_run(
 ) -> Iterator[mlflow.ActiveRun]:
     """An MLflow run with ``params`` logged; a child of ``parent_run_id`` when given.
 
-    ``tracking_uri=None`` uses ``default_tracking_uri(settings.home_dir())``.
+    ``tracking_uri=None`` uses ``settings.tracking_uri()``: ``$MLFLOW_TRACKING_URI``, else
+    ``sqlite:///$KIBITZ_HOME/mlflow.db``.
     """
-    if tracking_uri is None:
-        from pipeline.core.settings import home_dir
-
-        tracking_uri = default_tracking_uri(home_dir())
+    tracking_uri = settings.tracking_uri(tracking_uri)
     mlflow.set_tracking_uri(tracking_uri)
     experiment_id = _experiment_id(experiment, tracking_uri)
     with mlflow.start_run(

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from pipeline.core import settings
+from pipeline.core.errors import KibitzError
 from pipeline.core.features_schema import column_slug, features_schema
 from pipeline.nets.backends import BACKENDS
 
@@ -37,7 +38,7 @@ GAMES = ("chess", "go")
 VALUE_EVALUATORS = ("stockfish", "net")
 
 
-class ConfigError(ValueError):
+class ConfigError(KibitzError, ValueError):
     """An extraction config that is malformed or inconsistent."""
 
 

@@ -71,7 +71,7 @@ class GoWork:
     """One chunk's games encoded; ``is_move`` marks rows of real moves (not final positions).
 
     ``states`` (expected loss only) are read by the children encoder alone, never by the net
-    actor, so the Ray runner ships them apart (``extract_steps.split_states``; ~0.8 kB a
+    actor, so the Ray runner ships them apart (``pipeline.extract.steps.split_states``; ~0.8 kB a
     position, tests/test_extract_go.py).
     """
 

@@ -26,8 +26,9 @@ import torch
 
 from pipeline.extract.config import ExtractConfig
 from pipeline.nets import registry as model_registry
-from pipeline.nets.model_export import read_model_file
-from pipeline.nets.sscore_levels import LEVELS_FORMAT, LevelsHead, level_identity, levels_head
+from pipeline.nets.formats import LEVELS_FORMAT
+from pipeline.nets.kibitz_model_file import read_model_file
+from pipeline.nets.sscore_levels import LevelsHead, level_identity, levels_head
 
 # The per-position statistics (pipeline.nets.policy_stats) a head reads under its softmax.
 STATS = {"whole": ("whole_logprior", "whole_entropy"), "legal": ("logprior", "entropy")}
@@ -61,7 +62,7 @@ class LevelsOnImitation:
 def read_levels_model(model: str) -> tuple[LevelsHead, dict[str, str]] | None:
     """The head of a levels model (registry name, verified, or ``.kibitz.pt`` path) and the
     sha256 of the level weights it was trained on; None for a net of any other format."""
-    if Path(model).is_file():  # model_registry.load_net's rule: an existing file is a path
+    if Path(model).is_file():  # loading.load_net's rule: an existing file is a path
         path = Path(model)
         if not path.name.endswith(".kibitz.pt"):
             return None

@@ -3,6 +3,10 @@ hold its nets, encode the positions after moves its features need, assemble its 
 its quarantined games. Ray tasks and actors (``actors/``) call these; so do ``kibitz estimate``
 and tests, without Ray.
 
+What differs between chess and Go is an :class:`Extraction` (``pipeline.extract.chess`` /
+``pipeline.extract.go`` wired by the game kind, ``pipeline.kinds``: ``kind.extraction``) that
+the caller hands in; nothing here branches on the game's name.
+
 A *part* is rows [start, stop) of one games Parquet file: a whole chunk normally, one game
 when a chunk failed twice and is retried game by game.
 """
@@ -14,15 +18,19 @@ import itertools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.core.errors import KibitzError
 from pipeline.extract.child_positions import ChildPositions, ChildValues
 from pipeline.extract.config import ExtractConfig
 from pipeline.extract.features_rows import GAMES_COLUMNS
+
+if TYPE_CHECKING:
+    from pipeline.nets.stockfish import StockfishSettings
 
 # Games that extraction could not turn into features, with why (``_quarantine`` sub-table).
 QUARANTINE_SCHEMA = pa.schema(
@@ -39,8 +47,70 @@ QUARANTINE_SCHEMA = pa.schema(
 )
 
 
-class GamesTableError(ValueError):
+class GamesTableError(KibitzError, ValueError):
     """A games folder or file that is not the games table ``kibitz ingest`` writes."""
+
+
+class NetStep(Protocol):
+    """Every net of a run, loaded once (``ChessNetStep`` / ``GoNetStep``; the Ray net actor
+    holds one)."""
+
+    def __call__(self, work: Any) -> Any:
+        """A part's encoded positions → the per-net result (``ChessNetResult`` / ``GoNetResult``)."""
+        ...
+
+    def evaluate_children(self, kids: ChildPositions) -> ChildValues:
+        """The positions after moves of a part (:meth:`Extraction.encode_children`) → values."""
+        ...
+
+
+class Extraction(Protocol):
+    """The kind-specific half of extraction: one object per game kind (``kind.extraction``).
+
+    The steps below, the Ray tasks and actors and ``kibitz estimate`` call these methods instead
+    of asking ``config.game`` which module to use, so adding a kind touches its own object
+    only. ``work`` and ``nets`` are the kind's own types (``ChessWork`` / ``GoWork``,
+    ``ChessNetResult`` / ``GoNetResult``): generic code only passes them on.
+    """
+
+    def encode(self, config: ExtractConfig, games: pa.Table) -> Any:
+        """The encoded positions of a part's games (``ChessWork`` / ``GoWork``)."""
+        ...
+
+    def net_step(self, config: ExtractConfig, *, device: str | None = None) -> NetStep:
+        """Every net of the run, loaded once on ``device`` (None: the config's)."""
+        ...
+
+    def needs_children(self, config: ExtractConfig) -> bool:
+        """Whether a part takes a second net pass over positions after moves
+        (``pipeline/extract/child_positions.py``)."""
+        ...
+
+    def encode_children(self, work: Any, nets: Any, states: Any) -> ChildPositions:
+        """The positions after moves of one part; ``states`` is the second half of
+        :func:`split_states`."""
+        ...
+
+    def features(
+        self,
+        config: ExtractConfig,
+        work: Any,
+        nets: Any,
+        values: list,
+        kids: ChildValues | None,
+    ) -> pa.Table:
+        """The features rows of one part (schema ``config.schema()``)."""
+        ...
+
+    def engine(self, config: ExtractConfig) -> StockfishSettings | None:
+        """The search engine that values positions outside the net actor (chess with
+        ``value.evaluator: stockfish``), or None when the nets value them."""
+        ...
+
+    def engine_values(self, config: ExtractConfig, work: Any, nets: Any) -> list:
+        """Every game of ``work`` valued by one engine in this process (``kibitz estimate``);
+        ``[]`` when :meth:`engine` is None."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -92,42 +162,12 @@ def read_games_rows(games_root: str | Path, part: Part) -> pa.Table:
     return table
 
 
-def encode(config: ExtractConfig, games: pa.Table) -> Any:
-    """ChessWork / GoWork of a part's games."""
-    if config.game == "chess":
-        from pipeline.extract.chess import encode_chess
-
-        return encode_chess(games)
-    from pipeline.extract.go import encode_go
-
-    return encode_go(games, config)
-
-
-def net_step(config: ExtractConfig, *, device: str | None = None) -> Any:
-    """ChessNetStep / GoNetStep: every net of a run, loaded once."""
-    if config.game == "chess":
-        from pipeline.extract.chess import ChessNetStep
-
-        return ChessNetStep(config, device=device)
-    from pipeline.extract.go import GoNetStep
-
-    return GoNetStep(config, device=device)
-
-
-def needs_children(config: ExtractConfig) -> bool:
-    """Whether a chunk takes a second net pass over positions after moves
-    (``pipeline/extract/child_positions.py``): chess valued by a net, or Go with expected loss."""
-    if config.game == "chess":
-        return config.value.evaluator == "net"
-    return config.expected_loss.net is not None
-
-
 def split_states(work: Any) -> tuple[Any, Any]:
     """(what the net actor reads, what only the children encoder reads besides it).
 
     Go with expected loss keeps every position's board state (~0.8 kB a position) for
-    ``encode_go_children``; the Ray runner ships it as an object of its own so that it never
-    travels to the net actor's node. Otherwise the second part is None.
+    ``Extraction.encode_children``; the Ray runner ships it as an object of its own so that it
+    never travels to the net actor's node. Otherwise the second part is None.
     """
     states = getattr(work, "states", None)  # GoWork only
     if states is None:
@@ -135,28 +175,16 @@ def split_states(work: Any) -> tuple[Any, Any]:
     return dataclasses.replace(work, states=None), states
 
 
-def encode_children(
-    config: ExtractConfig, work: Any, nets: Any, states: Any = None
-) -> ChildPositions:
-    """The positions after moves of one chunk, for the net step's ``evaluate_children``;
-    ``states`` is the second part of :func:`split_states` (Go)."""
-    if config.game == "chess":
-        from pipeline.extract.chess import encode_chess_children
-
-        return encode_chess_children(work, nets)
-    from pipeline.extract.go import encode_go_children
-
-    return encode_go_children(work, nets, states)
-
-
-def run_nets(config: ExtractConfig, step: Any, work: Any) -> tuple[Any, ChildValues | None]:
+def run_nets(
+    extraction: Extraction, config: ExtractConfig, step: NetStep, work: Any
+) -> tuple[Any, ChildValues | None]:
     """Both net passes of a chunk in one process (``kibitz estimate``, tests): what the Ray
     runner chains as ``evaluate`` → ``children_task`` → ``evaluate_children``."""
     work, states = split_states(work)
     nets = step(work)
-    if not needs_children(config):
+    if not extraction.needs_children(config):
         return nets, None
-    return nets, step.evaluate_children(encode_children(config, work, nets, states))
+    return nets, step.evaluate_children(extraction.encode_children(work, nets, states))
 
 
 def quarantine_rows(games: pa.Table, part: Part, rows: dict[int, str], error_type: str) -> pa.Table:
@@ -181,6 +209,7 @@ def quarantine_rows(games: pa.Table, part: Part, rows: dict[int, str], error_typ
 
 
 def assemble(
+    extraction: Extraction,
     config: ExtractConfig,
     part: Part,
     work: Any,
@@ -188,17 +217,10 @@ def assemble(
     values: list,
     kids: ChildValues | None = None,
 ) -> PartResult:
-    """Features of one part from its encoded work, net results, (chess) Stockfish values and
-    the values of its positions after moves (``needs_children``)."""
+    """Features of one part from its encoded work, net results, engine values (chess with
+    Stockfish) and the values of its positions after moves (``needs_children``)."""
     t0 = time.perf_counter()
-    if config.game == "chess":
-        from pipeline.extract.chess import assemble_chess
-
-        features = assemble_chess(config, work, nets, values, kids)
-    else:
-        from pipeline.extract.go import assemble_go
-
-        features = assemble_go(config, work, nets, kids)
+    features = extraction.features(config, work, nets, values, kids)
     stage_s = {"encode": work.seconds, "nets": nets.seconds}
     net_s = nets.net_seconds
     if kids is not None:  # a CPU task, then the nets' second call

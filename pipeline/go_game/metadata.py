@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from pipeline.core.errors import KibitzError
 from pipeline.go_game.spec import NUM_METADATA
 
 SOURCE_KATAGO = 0
@@ -52,7 +53,7 @@ SOURCE_START = 151
 EPOCH = dt.date(1970, 1, 1)
 
 
-class UnknownProfileError(ValueError):
+class UnknownProfileError(KibitzError, ValueError):
     """A HumanSL profile name KataGo does not define."""
 
 

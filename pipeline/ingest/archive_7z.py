@@ -31,10 +31,12 @@ import multivolumefile
 import py7zr
 import py7zr.exceptions
 
+from pipeline.core.errors import KibitzError
+
 _MULTI_VOLUME_SUFFIX = ".001"
 
 
-class CorruptArchiveError(ValueError):
+class CorruptArchiveError(KibitzError, ValueError):
     """An archive whose headers cannot be read (nothing in it can be listed)."""
 
 

@@ -5,7 +5,9 @@ A reader module (``pipeline.ingest.pgn`` for chess, ``pipeline.ingest.sgf`` for 
     def plan_chunks(paths: Sequence[Path], *, games_per_chunk: int) -> list[Chunk]
     def read_chunk(chunk: Chunk) -> ChunkResult
 
-and the driver (``pipeline.jobs.ingest``) runs chunks as Ray tasks and commits each result through
+The game kind (``pipeline.kinds``: ``game_kind("chess").reader``) wraps its module as the
+``ChunkReader`` of ``pipeline.ingest.work``; the driver (``pipeline.jobs.ingest``) runs chunks
+as Ray tasks that read each with that reader and commit the result through
 ``pipeline.core.chunk_store.ChunkStore`` under ``chunk.chunk_id``. The id depends only on the game
 kind, the absolute source path, the chunk's index and its locator, so the same arguments always
 plan the same ids: that is what makes a killed run resumable.
@@ -17,26 +19,20 @@ plan the same ids: that is what makes a killed run resumable.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
 
 from pipeline.core.games_schema import GAMES_SCHEMA, QUARANTINE_SCHEMA
 
-# Reader module of each game kind (contract C2).
-READER_MODULES = {"chess": "pipeline.ingest.pgn", "go": "pipeline.ingest.sgf"}
 # Bytes of a bad game's text kept in the quarantine table.
 RAW_EXCERPT_BYTES = 4096
-
-
-class UnknownGameError(ValueError):
-    """A game kind that no reader handles."""
+# Names (of recovered files, say) kept in a run's reader notes; the counts are always exact.
+MAX_NOTED_NAMES = 100
 
 
 def blake2b_hex(text: str) -> str:
@@ -80,6 +76,10 @@ class ChunkResult:
 
     games: pa.Table  # GAMES_SCHEMA, column "selection" null (filled by the driver)
     quarantine: pa.Table  # QUARANTINE_SCHEMA
+    # What the reader read past or repaired without losing a game (Go: variations dropped,
+    # roots recovered); counts and name lists, added up over chunks into the run summary's
+    # ``reader_notes`` by :func:`merge_notes`.
+    notes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def games_read(self) -> int:
@@ -87,11 +87,18 @@ class ChunkResult:
         return self.games.num_rows + self.quarantine.num_rows
 
 
-def reader_for(game: str) -> ModuleType:
-    """The reader module for a game kind (``"chess"`` or ``"go"``)."""
-    if game not in READER_MODULES:
-        raise UnknownGameError(f"no reader for game {game!r}; known: {sorted(READER_MODULES)}")
-    return importlib.import_module(READER_MODULES[game])
+def merge_notes(notes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Notes of several chunks as one: counts summed, name lists joined (the first
+    ``MAX_NOTED_NAMES``; the counts beside them stay exact)."""
+    merged: dict[str, Any] = {}
+    for one in notes:
+        for key, value in one.items():
+            if isinstance(value, list):
+                names = merged.setdefault(key, [])
+                names += value[: max(MAX_NOTED_NAMES - len(names), 0)]
+            else:
+                merged[key] = merged.get(key, 0) + value
+    return merged
 
 
 def raw_excerpt(data: bytes) -> str:

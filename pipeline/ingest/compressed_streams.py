@@ -24,6 +24,8 @@ from pathlib import Path
 
 import zstandard
 
+from pipeline.core.errors import KibitzError
+
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 BZIP2_MAGIC = b"BZh"
 
@@ -31,7 +33,7 @@ BZIP2_MAGIC = b"BZh"
 READ_SIZE = 1 << 20
 
 
-class CorruptStreamError(ValueError):
+class CorruptStreamError(KibitzError, ValueError):
     """The compressed bytes of a file cannot be decoded."""
 
 

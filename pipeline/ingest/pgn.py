@@ -17,8 +17,13 @@ stream costs the driver ~1 s of zstd per GB of text while the parse costs ~40 µ
 worker. A chunk's locator is ``("bytes", start, end, first_game, num_games, status)`` in
 decompressed bytes, so the same file and ``games_per_chunk`` always give the same chunk ids.
 
-A game starts at a ``[`` that follows a blank line (``\\n\\n[``; ``\\r\\n`` and blank lines
-holding spaces work too). Run it::
+Games are split where python-chess's ``read_game`` splits them
+(:class:`pipeline.ingest.pgn_reader.GameSplitter`): a blank line ends a game's movetext
+(not inside a ``{…}`` comment), and one blank line between two tags does not end the tags
+(ChessBase exports). Besides Lichess, the PGN of OTB databases, ChessBase and chess.com
+reads: partial dates (``1997.??.??``: ``month = "unknown"``, ``1997.05.??``: ``"1997-05"``,
+``date`` null), no date at all (``"unknown"``), ``?`` ratings (null), sudden-death
+``TimeControl "600"`` (600 + 0), ``%`` / ``;`` comment lines. Run it::
 
     python -m pipeline.ingest.pgn ../shared/data/chess/lichess-2024-02-blitz/candidating/1000-1200.pgn.zst
 """
@@ -38,7 +43,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.core.games_schema import GAMES_SCHEMA
+from pipeline.core.errors import KibitzError
+from pipeline.core.games_schema import GAMES_SCHEMA, UNKNOWN_MONTH
 from pipeline.ingest.chunks import (
     Chunk,
     ChunkResult,
@@ -52,14 +58,12 @@ from pipeline.ingest.compressed_streams import (
     iter_blocks,
     sniff_compression,
 )
-from pipeline.ingest.pgn_reader import PgnGames, game_starts, read_pgn
+from pipeline.ingest.pgn_reader import GameSplitter, PgnGames, game_starts, read_pgn
 
 logger = logging.getLogger(__name__)
 
 GAME = "chess"
 PGN_SUFFIXES = (".pgn", ".pgn.zst", ".pgn.bz2")
-# A blank line (possibly holding spaces or \r) followed by a tag: the next game starts at "[".
-_RESCAN_BYTES = 256  # a blank line split across two blocks is found again from here
 _PGN_FIRST_BYTES = b"[{;%0123456789"
 _WHITESPACE = b" \t\r\n"
 _BOM = b"\xef\xbb\xbf"
@@ -95,7 +99,7 @@ STANDARD_VARIANTS = ("standard", "from position", "chess")
 START_FEN = chess.STARTING_FEN
 
 
-class PgnError(ValueError):
+class PgnError(KibitzError, ValueError):
     """A game or a file that is not readable PGN."""
 
 
@@ -108,7 +112,7 @@ class IllegalMoveError(PgnError):
 
 
 class MissingHeaderError(PgnError):
-    """A game without a tag Kibitz needs (White, Black, Result, a date)."""
+    """A game without a tag Kibitz needs (White, Black, Result; a date is optional)."""
 
 
 class InvalidUtf8Error(PgnError):
@@ -214,6 +218,8 @@ def stream_chunks(path: str | Path, *, games_per_chunk: int) -> Iterator[PgnPiec
     buf = bytearray()
     base = 0  # offset of buf[0] in the decompressed file
     found: list[int] = []  # starts of the games after the first one, relative to buf
+    splitter = GameSplitter()
+    scanned = 0  # buf[:scanned] has been fed to the splitter
     first_game = 0
     chunk_index = 0
     status, error = "ok", None
@@ -234,13 +240,12 @@ def stream_chunks(path: str | Path, *, games_per_chunk: int) -> Iterator[PgnPiec
                 started = bool(block)
                 if not started:
                     continue
-            old_len = len(buf)
             buf += block
-            rescan = max(0, old_len - _RESCAN_BYTES)
-            # A copy of the new tail: no view of ``buf`` may outlive the call (numba's first,
-            # compiling call keeps its arguments alive, and ``buf`` is resized below).
-            starts = game_starts(bytes(buf[rescan:])) + rescan
-            found.extend(starts[starts >= old_len].tolist())
+            # A copy of the unscanned tail: no view of ``buf`` may outlive the call (numba's
+            # first, compiling call keeps its arguments alive, and ``buf`` is resized below).
+            starts, consumed = splitter.feed(bytes(buf[scanned:]))
+            found.extend((starts + scanned).tolist())
+            scanned += consumed
             while len(found) >= games_per_chunk:
                 cut = found[games_per_chunk - 1]
                 locator = _locator(base, base + cut, first_game, games_per_chunk, "ok")
@@ -249,6 +254,7 @@ def stream_chunks(path: str | Path, *, games_per_chunk: int) -> Iterator[PgnPiec
                 yield PgnPiece(Chunk(GAME, source_file, chunk_index, locator), data, None)
                 del buf[:cut]
                 found = [p - cut for p in found[games_per_chunk:]]
+                scanned -= cut
                 base += cut
                 first_game += games_per_chunk
                 chunk_index += 1
@@ -260,6 +266,8 @@ def stream_chunks(path: str | Path, *, games_per_chunk: int) -> Iterator[PgnPiec
         locator = _locator(0, 0, 0, 1, "not-pgn")
         yield PgnPiece(Chunk(GAME, source_file, 0, locator), b"", error)
         return
+    starts, _ = splitter.feed(bytes(buf[scanned:]), final=True)  # the last line
+    found.extend((starts + scanned).tolist())
     num_games = len(found) + 1 if buf.strip(_WHITESPACE) else 0
     if num_games or error:
         locator = _locator(base, base + len(buf), first_game, num_games, status)
@@ -390,11 +398,23 @@ def _int_or_null(raw: pa.Array, pattern: str = r"^\d{1,6}$") -> pa.Array:
     return pc.cast(pc.if_else(matches, raw, pa.scalar(None, pa.string())), pa.int32())
 
 
+def _date_and_month(raw: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """(date, month) of PGN dates ``YYYY.MM.DD``; PGN writes unknown parts as ``??``:
+    ``1997.05.??`` → (null, ``"1997-05"``), ``1997.??.??`` / ``????.??.??`` → (null, null)."""
+    date = pc.cast(pc.strptime(raw, format="%Y.%m.%d", unit="s", error_is_null=True), pa.date32())
+    ym = pc.extract_regex(raw, r"^(?P<y>\d{4})\.(?P<m>0[1-9]|1[0-2])\b")
+    month = pc.binary_join_element_wise(pc.struct_field(ym, "y"), pc.struct_field(ym, "m"), "-")
+    return date, month
+
+
 def _time_control(raw: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array]:
-    """(base_s, increment_s, class) with Lichess's rule: base + 40 × increment seconds."""
-    parts = pc.extract_regex(raw, r"^(?P<base>\d{1,7})\+(?P<inc>\d{1,5})$")
+    """(base_s, increment_s, class) with Lichess's rule: base + 40 × increment seconds.
+
+    ``300+3``; sudden death ``600`` (chess.com, the PGN standard) is ``600+0``."""
+    parts = pc.extract_regex(raw, r"^(?P<base>\d{1,7})(?:\+(?P<inc>\d{1,5}))?$")
     base = pc.cast(pc.struct_field(parts, "base"), pa.int32())
-    inc = pc.cast(pc.struct_field(parts, "inc"), pa.int32())
+    inc_text = pc.struct_field(parts, "inc")
+    inc = pc.cast(pc.if_else(pc.equal(inc_text, ""), "0", inc_text), pa.int32())
     estimate = pc.fill_null(pc.add(base, pc.multiply(inc, 40)), -1).to_numpy()
     index = np.searchsorted(TC_THRESHOLDS_S, estimate, side="right")
     correspondence = pc.fill_null(pc.equal(raw, "-"), False).to_numpy(zero_copy_only=False)
@@ -455,12 +475,10 @@ def _games_table(
         pa.array(parsed.evals_cp, pa.int32(), mask=~eval_present),
         _per_game_count(eval_present, np.diff(parsed.move_offsets)) > 0,
     )
-    date_raw = pc.coalesce(tags["UTCDate"], tags["Date"])
-    date = pc.cast(
-        pc.strptime(date_raw, format="%Y.%m.%d", unit="s", error_is_null=True), pa.date32()
-    )
-    ym = pc.extract_regex(date_raw, r"^(?P<y>\d{4})\.(?P<m>\d{2})")
-    month = pc.binary_join_element_wise(pc.struct_field(ym, "y"), pc.struct_field(ym, "m"), "-")
+    utc_date, utc_month = _date_and_month(tags["UTCDate"])
+    pgn_date, pgn_month = _date_and_month(tags["Date"])
+    date = pc.coalesce(utc_date, pgn_date)
+    month = pc.coalesce(utc_month, pgn_month, pa.scalar(UNKNOWN_MONTH))
     white_rating = _int_or_null(tags["WhiteElo"])
     black_rating = _int_or_null(tags["BlackElo"])
     white_band = _rating_band(white_rating)
@@ -511,18 +529,17 @@ def _games_table(
     table = pa.Table.from_arrays(
         [a.cast(f.type) for a, f in zip(arrays, GAMES_SCHEMA, strict=True)], schema=GAMES_SCHEMA
     )
-    return table, parsed, _header_problems(tags, month, texts, source_file)
+    return table, parsed, _header_problems(tags, texts, source_file)
 
 
 def _header_problems(
-    tags: dict[str, pa.Array], month: pa.Array, texts: _GameTexts, source_file: str
+    tags: dict[str, pa.Array], texts: _GameTexts, source_file: str
 ) -> dict[int, tuple[str, str]]:
     """Row → (error type, reason) for games missing a needed tag, of another variant or set up
     from a position other than the standard start."""
     missing = {
         name: pc.is_null(tags[name]).to_numpy(zero_copy_only=False) for name in REQUIRED_TAGS
     }
-    missing["UTCDate/Date"] = pc.is_null(month).to_numpy(zero_copy_only=False)
     variant = pc.utf8_lower(pc.fill_null(tags["Variant"], "standard"))
     other_variant = pc.invert(pc.is_in(variant, pa.array(STANDARD_VARIANTS))).to_numpy(
         zero_copy_only=False

@@ -80,6 +80,13 @@ _TOKEN = re.compile(rb"[^\s{}();$]*")
 _NAME_BYTES = 32
 
 _SP, _TAB, _CR, _LF = 32, 9, 13, 10
+# Where the game splitter is at the start of a line (python-chess's read_game states).
+_SPLIT_BETWEEN, _SPLIT_HEADERS, _SPLIT_MOVETEXT, _SPLIT_COMMENT = 0, 1, 2, 3
+# What is left of the current line: nothing (at a line start), bytes to skip, movetext.
+_REST_NONE, _REST_SKIP, _REST_MOVETEXT = 0, 1, 2
+# How a stretch of movetext ended: its line ended, inside a comment, or mid-line at the input's
+# end (in movetext, or in a ";" comment).
+_MT_LINE_DONE, _MT_IN_COMMENT, _MT_MID_LINE, _MT_MID_SKIP = 0, 1, 2, 3
 _LBRACE, _RBRACE, _LPAREN, _RPAREN, _SEMI, _DOLLAR, _PERCENT = 123, 125, 40, 41, 59, 36, 37
 _DOT, _DASH, _SLASH, _STAR, _EQ, _X, _HASH, _PLUS, _BANG, _QMARK = (
     46,
@@ -96,6 +103,12 @@ _DOT, _DASH, _SLASH, _STAR, _EQ, _X, _HASH, _PLUS, _BANG, _QMARK = (
 _LBRACKET, _RBRACKET, _COLON, _COMMA = 91, 93, 58, 44
 _SPACE = np.zeros(256, dtype=np.bool_)
 _SPACE[[_SP, _TAB, _CR, _LF]] = True
+_BLANK = _SPACE.copy()  # bytes of a blank line (python-chess: str.isspace())
+_BLANK[[_LF, 11, 12]] = True
+_LINE_COMMENT = np.zeros(256, dtype=np.bool_)  # "%" / ";" opening a line: python-chess skips it
+_LINE_COMMENT[[_PERCENT, _SEMI]] = True
+_MOVETEXT_STOP = np.zeros(256, dtype=np.bool_)  # bytes that end a stretch of plain movetext
+_MOVETEXT_STOP[[_LF, _LBRACE, _SEMI]] = True
 _TOKEN_STOP = _SPACE.copy()  # bytes that end a SAN / number / result token
 _TOKEN_STOP[[_LBRACE, _RBRACE, _LPAREN, _RPAREN, _SEMI, _DOLLAR]] = True
 _CLK = np.frombuffer(b"[%clk", dtype=np.uint8)
@@ -181,10 +194,44 @@ def read_pgn(data: bytes, offsets: np.ndarray, tag_names: tuple[str, ...]) -> Pg
 
 
 def game_starts(data: bytes) -> np.ndarray:
-    """Byte offsets of the ``[`` of every game start in ``data``: a ``[`` opening the line after
-    a blank line (one holding only spaces, tabs or ``\\r``), as the regex
-    ``\\n[ \\t\\r]*\\n\\[`` finds them. The first game of ``data`` (at 0) is not reported."""
-    return _game_starts(np.frombuffer(data, dtype=np.uint8))
+    """Byte offsets of every game start in ``data`` after the first one (which is at 0 or
+    after leading blank lines), splitting games exactly as python-chess's ``read_game`` does
+    (see :class:`GameSplitter`)."""
+    starts, _ = GameSplitter().feed(data, final=True)
+    return starts
+
+
+class GameSplitter:
+    """Finds where games start in PGN text fed piece by piece, by python-chess's rules.
+
+    Line by line, as ``chess.pgn.read_game`` reads: between games, blank lines and ``%`` / ``;``
+    comment lines are skipped and the next line starts a game (the comment lines go with it).
+    In the tag section, lines starting with ``[`` are tags and *one* blank line between them
+    is allowed (ChessBase writes one); a second blank line, or a line of movetext, ends the
+    tags. In the movetext, a blank line ends the game unless it is inside a ``{…}`` comment;
+    a ``;`` comment runs to the end of its line. A blank line is one of only spaces, tabs,
+    ``\\r``, ``\\v`` or ``\\f``.
+
+    ``feed(data)`` scans ``data`` and returns the starts it found (offsets in ``data``) and how
+    many bytes it consumed; the caller feeds the rest again with the next bytes (``final=True``
+    for the last piece). A line cut by the end of a piece is resumed where it stopped, so a
+    long line costs one pass; only the start of a line (up to its first byte that is not
+    blank) and comment lines between games are fed again.
+
+    >>> text = b'[Event "a"]\\n\\n[White "x"]\\n\\n1. e4 {\\n\\n} e5 *\\n\\n[Event "b"]\\n\\n*\\n'
+    >>> GameSplitter().feed(text, final=True)[0].tolist()
+    [43]
+    """
+
+    def __init__(self) -> None:
+        # mode (_SPLIT_*), blank lines in a row in the tag section, 1 once a game has started,
+        # what is left of the line where the last feed stopped (_REST_*)
+        self.state = np.zeros(4, dtype=np.int64)
+
+    def feed(self, data: bytes, *, final: bool = False) -> tuple[np.ndarray, int]:
+        """(starts of the games found in ``data``, bytes of ``data`` consumed)."""
+        starts, consumed = _split_games(np.frombuffer(data, dtype=np.uint8), self.state, final)
+        return starts, int(consumed)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -557,12 +604,16 @@ def _read_games(buf, starts, ends, names, name_lengths, capacity):
         first = m
         code = STATUS_OK
         after_result = False
-        # Tag lines: every line whose first non-blank byte is "[".
+        # Tag lines: every line whose first non-blank byte is "["; lines opening with "%" or
+        # ";" are comments there (python-chess skips them too).
         while p < end:
             while p < end and _is_space(buf[p]):
                 p += 1
             if p < end and buf[p] == _LBRACKET:
                 p = _read_tag_line(buf, p, end, g, names, name_lengths, tag_start, tag_length)
+            elif p < end and _LINE_COMMENT[buf[p]] and (p == starts[g] or buf[p - 1] == _LF):
+                while p < end and buf[p] != _LF:
+                    p += 1
             else:
                 break
         while p < end:
@@ -663,25 +714,111 @@ def _grown(values, size, used):
     return out
 
 
+@njit(cache=True, inline="always")
+def _movetext(buf, p, n, in_comment):
+    """Read movetext from ``p`` (inside a ``{…}`` comment when ``in_comment``) to the end of its
+    line; comments span lines. Returns (offset reached, _MT_* outcome)."""
+    while True:
+        if in_comment:
+            while p < n and buf[p] != _RBRACE:
+                p += 1
+            if p == n:
+                return n, _MT_IN_COMMENT
+            p += 1
+            in_comment = False
+        while p < n and not _MOVETEXT_STOP[buf[p]]:
+            p += 1
+        if p == n:
+            return n, _MT_MID_LINE
+        c = buf[p]
+        if c == _LBRACE:
+            in_comment = True
+            p += 1
+        elif c == _LF:
+            return p + 1, _MT_LINE_DONE
+        else:  # a ";" comment runs to the end of the line
+            while p < n and buf[p] != _LF:
+                p += 1
+            if p == n:
+                return n, _MT_MID_SKIP
+            return p + 1, _MT_LINE_DONE
+
+
 @njit(cache=True, nogil=True)
-def _game_starts(buf):
+def _split_games(buf, state, final):
+    """Game starts in ``buf`` (see ``GameSplitter``); updates ``state`` and returns (starts,
+    bytes consumed). One pass: tag lines and comments are skipped with tight loops, movetext
+    bytes are looked up once; a line cut at the end of ``buf`` is resumed where it stopped."""
     n = len(buf)
     out = np.empty(max(n // 256, 16), dtype=np.int64)
     count = 0
+    mode = state[0]
+    blanks = state[1]
+    seen = state[2]
+    rest = state[3]
+    pending = -1  # first comment line skipped between games (the next game starts there)
+    consumed = 0
     i = 0
     while i < n:
-        if buf[i] == _LF:
-            j = i + 1
-            while j < n and (buf[j] == _SP or buf[j] == _TAB or buf[j] == _CR):
+        if rest == _REST_NONE and mode != _SPLIT_COMMENT:  # a line starts: what is it?
+            j = i
+            while j < n and _BLANK[buf[j]] and buf[j] != _LF:
                 j += 1
-            if j + 1 < n and buf[j] == _LF and buf[j + 1] == _LBRACKET:
-                if count == len(out):
-                    out = _grown(out, 2 * len(out), count)
-                out[count] = j + 1
-                count += 1
-                i = j + 1
+            if j == n and not final:
+                break  # not known yet whether the line is blank: fed again
+            c = buf[i]
+            if j == n or buf[j] == _LF:  # a blank line
+                if mode == _SPLIT_HEADERS and blanks < 1:
+                    blanks += 1
+                else:  # ends the movetext, or the tags of a game without movetext
+                    mode = _SPLIT_BETWEEN
+                i = min(j + 1, n)
+                if mode != _SPLIT_BETWEEN or pending < 0:
+                    consumed = i
                 continue
-            i = j
-            continue
-        i += 1
-    return out[:count]
+            rest = _REST_SKIP  # the rest of a tag or comment line is not looked at
+            if _LINE_COMMENT[c]:
+                if mode == _SPLIT_BETWEEN and pending < 0:
+                    pending = i
+            elif mode == _SPLIT_BETWEEN:
+                if seen:
+                    if count == len(out):
+                        out = _grown(out, 2 * len(out), count)
+                    out[count] = pending if pending >= 0 else i
+                    count += 1
+                seen = 1
+                pending = -1
+                if c == _LBRACKET:
+                    mode = _SPLIT_HEADERS
+                    blanks = 0
+                else:
+                    mode = _SPLIT_MOVETEXT
+                    rest = _REST_MOVETEXT
+            elif mode == _SPLIT_HEADERS and c == _LBRACKET:
+                blanks = 0
+            else:
+                mode = _SPLIT_MOVETEXT
+                rest = _REST_MOVETEXT
+        if rest == _REST_SKIP:
+            while i < n and buf[i] != _LF:
+                i += 1
+            if i < n:
+                i += 1
+                rest = _REST_NONE
+        else:  # movetext, or a comment
+            i, outcome = _movetext(buf, i, n, mode == _SPLIT_COMMENT)
+            mode = _SPLIT_COMMENT if outcome == _MT_IN_COMMENT else _SPLIT_MOVETEXT
+            rest = _REST_NONE
+            if outcome == _MT_MID_LINE:
+                rest = _REST_MOVETEXT
+            elif outcome == _MT_MID_SKIP:
+                rest = _REST_SKIP
+        if mode != _SPLIT_BETWEEN or pending < 0:
+            consumed = i
+    if mode == _SPLIT_BETWEEN and pending >= 0:
+        rest = _REST_NONE  # fed again from the first skipped comment line
+    state[0] = mode
+    state[1] = blanks
+    state[2] = seen
+    state[3] = rest
+    return out[:count], consumed

@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 import yaml
 
 from pipeline.core import settings
+from pipeline.core.errors import KibitzError
 
 PRESETS_DIR = settings.PRESETS_DIR
 # Presets of the selection rules (the extraction configs share the folder, hence the list).
@@ -53,7 +54,7 @@ PRESET_NAMES = ("chess-kuboki2025", "go-kuboki2025", "all")
 GAMES = ("chess", "go", "any")
 
 
-class RulesError(ValueError):
+class RulesError(KibitzError, ValueError):
     """A selection-rules file or preset that cannot be used."""
 
 

@@ -22,6 +22,11 @@ the file is a collection (``testing/1d.sgf#17``). ``source`` is ``"fox"`` when t
 ``AP[foxwq]``, uses Fox's Chinese rank labels or its path mentions ``fox``; else ``"sgf"``.
 Ranks come from ``BR``/``WR`` only (folder names lie: the 9d archive's folder is ``9k/``).
 
+One file is one game unless it is a collection: game trees are the top-level ``(;…)`` of a
+file; variations nested inside a tree are read past (main line kept) and counted in the
+result's ``notes`` (``variations_dropped``); a root missing its opening ``(`` (raw Fox ``Pro2``
+files) is read as one game and named in ``notes`` (``recovered_roots``, ``recovered_files``).
+
 Bad input never stops a chunk: empty, NUL-filled and non-SGF files or members, undecodable or
 corrupt 7z members, truncated trees, broken bytes and bad move values each become a quarantine
 row naming the file, the member and the game. ``read = kept + quarantined`` per chunk.
@@ -42,14 +47,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pipeline.core.games_schema import GAMES_SCHEMA
+from pipeline.core.games_schema import GAMES_SCHEMA, UNKNOWN_MONTH
 from pipeline.go_game import ranks as go_ranks
 from pipeline.ingest import fox_results
 from pipeline.ingest.archive_7z import CorruptMemberError, is_7z_path, iter_members, list_members
 from pipeline.ingest.chunks import (
+    MAX_NOTED_NAMES,
     Chunk,
     ChunkResult,
     blake2b_hex,
+    merge_notes,
     quarantine_table,
     raw_excerpt,
 )
@@ -74,8 +81,6 @@ DEFAULT_BOARD_SIZE = 19
 # thousands of single-game Fox files while bounding memory.
 SCAN_BATCH_BYTES = 16 << 20
 SCAN_BATCH_FILES = 4096
-UNKNOWN_MONTH = "unknown"
-
 _FOX_RANK_RE = re.compile(r"[段级級]")
 _MULTI_VOLUME_PART_RE = re.compile(r"\.7z\.\d{3}$", re.IGNORECASE)
 
@@ -255,11 +260,25 @@ class _Segment:
         return f"{self.source_file!r}" + (f" member {self.member!r}" if self.member else "")
 
 
+def empty_notes() -> dict[str, Any]:
+    """A chunk's notes before reading (:attr:`ChunkResult.notes`): ``variations_dropped``
+    (subtrees off the main line, all games), ``games_with_variations``, ``recovered_roots``
+    (files or members whose root lacked its ``(``, read as one game) and ``recovered_files``
+    (their names, the first ``MAX_NOTED_NAMES``)."""
+    return {
+        "variations_dropped": 0,
+        "games_with_variations": 0,
+        "recovered_roots": 0,
+        "recovered_files": [],
+    }
+
+
 class _Reader:
     """Turns segments (files, members, file ranges) of one chunk into rows and quarantine rows."""
 
     def __init__(self) -> None:
         self.rows = _Rows()
+        self.notes = empty_notes()
 
     def quarantine(
         self,
@@ -289,6 +308,13 @@ class _Reader:
             return
         batch = parse_segments([seg.data for seg in segments])
         per_segment = batch.trees_per_segment()  # (S,)
+        variations = batch.variations  # (T,)
+        self.notes["variations_dropped"] += int(variations.sum())
+        self.notes["games_with_variations"] += int(np.count_nonzero(variations))
+        for s in np.flatnonzero(batch.recovered).tolist():
+            self.notes["recovered_roots"] += 1
+            if len(self.notes["recovered_files"]) < MAX_NOTED_NAMES:
+                self.notes["recovered_files"].append(segments[s].member or segments[s].source_file)
         for s, seg in enumerate(segments):
             error = batch.segment_error(s) if per_segment[s] == 0 else None
             if error is not None:
@@ -435,7 +461,9 @@ class _Reader:
 
     def result(self) -> ChunkResult:
         return ChunkResult(
-            games=self.rows.table(), quarantine=quarantine_table(self.rows.quarantine)
+            games=self.rows.table(),
+            quarantine=quarantine_table(self.rows.quarantine),
+            notes=self.notes,
         )
 
 
@@ -501,7 +529,14 @@ def read_paths(paths: Iterable[Path], *, games_per_chunk: int = 50_000) -> Chunk
         quarantine=pa.concat_tables([r.quarantine for r in results])
         if results
         else quarantine_table([]),
+        notes=merge_notes(r.notes for r in results),
     )
 
 
-__all__ = ["SgfInputError", "plan_chunks", "read_chunk", "read_paths"]
+__all__ = [
+    "SgfInputError",
+    "empty_notes",
+    "plan_chunks",
+    "read_chunk",
+    "read_paths",
+]

@@ -5,7 +5,9 @@ main line (the first variation at every branch), records each ``B``/``W`` move a
 marks where the game-info part ends; only that short header is decoded and split in Python.
 This keeps the per-move work out of the interpreter: a dump of millions of games is mostly
 moves. Supported: several game trees per file (also one per line), properties with several
-values (``AB[pd][dp]``), escaped ``\\]`` in values, variations (ignored beyond the main line).
+values (``AB[pd][dp]``), escaped ``\\]`` in values, variations (nested ``(;…)`` inside a game
+tree: only the main line is kept, the others are counted per tree), and a root node that lost
+its opening ``(`` (raw Fox files: the ``(`` is put back, so the file stays one game tree).
 
 Text is decoded as UTF-8 with replacement because Fox replaces bytes of player names with
 ``?``, breaking multi-byte characters; bytes that cannot be SGF structure (outside ``[...]``)
@@ -36,6 +38,8 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
+from pipeline.core.errors import KibitzError
+
 # Per-tree status codes written by the scanner.
 OK = 0
 TRUNCATED = 1  # end of input inside a game tree or a property value
@@ -51,14 +55,25 @@ STATUS_TEXT = {
 }
 
 # Columns of the scanner's per-tree table.
-_T_START, _T_END, _T_HEAD_END, _T_MOVE_LO, _T_MOVE_HI, _T_STATUS, _T_ERROR_POS, _T_SEGMENT = range(
-    8
-)
+(
+    _T_START,
+    _T_END,
+    _T_HEAD_END,
+    _T_MOVE_LO,
+    _T_MOVE_HI,
+    _T_STATUS,
+    _T_ERROR_POS,
+    _T_SEGMENT,
+    _T_VARIATIONS,
+) = range(9)
+_T_COLUMNS = 9
 
 # One match per property value; the identifier group is empty for a property's 2nd, 3rd… value.
 _VALUE_RE = re.compile(r"(?:([A-Za-z]+)\s*)?\[([^\]\\]*(?:\\.[^\]\\]*)*)\]", re.DOTALL)
 _ESCAPE_RE = re.compile(r"\\(\r\n|\n\r|\n|\r|.)", re.DOTALL)
 _UTF8_BOM = b"\xef\xbb\xbf"
+# A file whose first byte besides whitespace is ";": a root node that lost its "(".
+_ROOT_WITHOUT_PAREN = re.compile(rb"[ \t\r\n\x0b\x0c]*;")
 
 # Move code = colour * 1024 + (x + 1) * 32 + (y + 1); x = y = -1 (code 0 / 1024) is a pass.
 _MOVE_CODE_COLOUR = 1024
@@ -73,7 +88,7 @@ _MOVE_TEXT = pa.array(
 )
 
 
-class SgfError(ValueError):
+class SgfError(KibitzError, ValueError):
     """Input that is not a readable SGF game."""
 
 
@@ -100,7 +115,7 @@ def _scan(buf, bounds, max_trees, max_moves):  # pragma: no cover - compiled
     A tree never runs past the end of its segment (a truncated member stays one broken game).
     """
     num_segments = bounds.shape[0] - 1
-    trees = np.empty((max_trees, 8), np.int64)
+    trees = np.empty((max_trees, _T_COLUMNS), np.int64)
     colour = np.empty(max_moves, np.int8)
     xs = np.empty(max_moves, np.int8)
     ys = np.empty(max_moves, np.int8)
@@ -126,6 +141,8 @@ def _scan_segment(
             start = i
             depth = 1
             mainline = True
+            leaves = 0  # lines of play: trees closed without a subtree of their own
+            opened = True  # the last parenthesis seen was a "("
             head_end = -1
             pending_head = False
             seen_move = False
@@ -220,7 +237,11 @@ def _scan_segment(
                             node_start = i
                     elif c == 40:
                         depth += 1
+                        opened = True
                     else:
+                        if opened:
+                            leaves += 1
+                        opened = False
                         depth -= 1
                         if mainline:
                             mainline = False
@@ -245,6 +266,7 @@ def _scan_segment(
             trees[nt, 5] = status
             trees[nt, 6] = error_pos
             trees[nt, 7] = seg
+            trees[nt, 8] = max(leaves - 1, 0)  # variations: lines besides the main line
             nt += 1
         else:
             if not (c == 32 or c == 10 or c == 13 or c == 9 or c == 11 or c == 12):
@@ -271,14 +293,15 @@ class SgfBatch:
 
     data: bytes
     bounds: np.ndarray  # (S + 1,) int64 segment s is data[bounds[s]:bounds[s + 1]]
-    trees: (
-        np.ndarray
-    )  # (T, 8) int64: start, end, head_end, move_lo, move_hi, status, error_pos, segment
+    # (T, 9) int64: start, end, head_end, move_lo, move_hi, status, error_pos, segment,
+    # variations (lines of play besides the main line, dropped)
+    trees: np.ndarray
     move_colour: np.ndarray  # (M,) int8: 0 black, 1 white
     move_x: np.ndarray  # (M,) int8: column, 0 = 'a'; -1 for an empty value (pass)
     move_y: np.ndarray  # (M,) int8: row, 0 = 'a' (top); -1 for an empty value
     junk_bytes: np.ndarray  # (S,) int64 non-whitespace bytes outside every game tree
     first_junk: np.ndarray  # (S,) int64 offset of the first of them, -1 when none
+    recovered: np.ndarray  # (S,) bool: the segment's root lacked its "(" (put back in ``data``)
 
     @property
     def num_games(self) -> int:
@@ -301,6 +324,16 @@ class SgfBatch:
     def segment(self) -> np.ndarray:
         """(T,) int64 segment of each game tree."""
         return self.trees[:, _T_SEGMENT]
+
+    @property
+    def variations(self) -> np.ndarray:
+        """(T,) int64 lines of play besides the main line in each game tree (not kept).
+
+        A tree with ``n`` leaves has ``n - 1`` variations:
+        ``(;B[aa](;W[bb])(;W[cc](;B[dd])(;B[ee])))`` has 2 (``aa cc dd`` and ``aa cc ee``
+        besides the main line ``aa bb``).
+        """
+        return self.trees[:, _T_VARIATIONS]
 
     def trees_per_segment(self) -> np.ndarray:
         """(S,) int64 number of game trees found in each segment."""
@@ -364,16 +397,23 @@ def parse_segments(segments: Sequence[bytes]) -> SgfBatch:
     """Scan several files or members in one pass; games never span two segments.
 
     Per-segment problems (no game tree) are reported by ``SgfBatch.segment_error`` and per-game
-    ones by ``SgfBatch.error``, so one bad member does not lose the others.
+    ones by ``SgfBatch.error``, so one bad member does not lose the others. A segment whose
+    first byte besides whitespace is the root's ``;`` (its ``(`` is missing, seen in raw Fox
+    archives) gets the ``(`` put back, so that the file is one game tree whose variations stay
+    inside it; ``SgfBatch.recovered`` names those segments (byte offsets in their messages
+    count the ``(`` put back).
     """
     cleaned = [b"   " + d[3:] if d.startswith(_UTF8_BOM) else d for d in segments]
+    recovered = np.array([_ROOT_WITHOUT_PAREN.match(d) is not None for d in cleaned], bool)
+    if recovered.any():
+        cleaned = [b"(" + d if r else d for d, r in zip(cleaned, recovered.tolist(), strict=True)]
     data = b"".join(cleaned)
     bounds = np.zeros(len(cleaned) + 1, np.int64)
     np.cumsum([len(d) for d in cleaned], out=bounds[1:])
     trees, colour, xs, ys, junk, first_junk = _scan(
         np.frombuffer(data, np.uint8), bounds, data.count(b"("), data.count(b"[")
     )
-    return SgfBatch(data, bounds, trees, colour, xs, ys, junk, first_junk)
+    return SgfBatch(data, bounds, trees, colour, xs, ys, junk, first_junk, recovered)
 
 
 def parse_sgf(data: bytes) -> SgfBatch:

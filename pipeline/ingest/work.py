@@ -1,36 +1,38 @@
 """The units of ingestion work: a run's configuration, its work items, one chunk read, selected
 and committed (the body of a Ray task), and the run summary. The driver that schedules them is
 ``pipeline/jobs/ingest.py``; the Ray task that runs :func:`process_chunk` is
-``actors/ingest_tasks.py``."""
+``actors/ingest_tasks.py``.
+
+Nothing here knows chess from Go: what differs between them, how a run's inputs become work
+items and how one item is read, is a :class:`ChunkReader` that the caller hands in (the game
+kind's ``reader``, ``pipeline.kinds``, which sits above this package)."""
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pipeline.core.chunk_store import ChunkStore
+from pipeline.core.errors import KibitzError
 from pipeline.core.games_schema import PARTITION_COLUMNS
-from pipeline.ingest.chunks import Chunk, ChunkResult, reader_for
+from pipeline.ingest.chunks import Chunk, ChunkResult, merge_notes
 from pipeline.ingest.selection import SelectionRules, apply_selection
-
-logger = logging.getLogger(__name__)
 
 SUMMARY_FILE = "_summary.json"
 QUARANTINE_TABLE = "_quarantine"
 
 
-class IngestError(RuntimeError):
+class IngestError(KibitzError, RuntimeError):
     """A run that cannot start or whose output would be inconsistent."""
 
 
-class InvariantError(IngestError):
+class InvariantError(RuntimeError):
     """Games read ≠ kept + rejected + quarantined: a bug, never an input problem."""
 
 
@@ -73,24 +75,34 @@ class RunStats:
     failed: list[dict[str, Any]] = field(default_factory=list)
 
 
+class ChunkReader(Protocol):
+    """What ingestion asks of one game kind's reader (``pipeline.kinds``: ``kind.reader``).
+
+    The two kinds cut their inputs differently (a Lichess month is one stream the driver must
+    read once and cut into pieces of raw text; Fox inputs are planned up front and each task
+    reads its own slice), so the planning is the reader's as much as the parsing is. Generic
+    code takes the reader as an argument instead of branching on the game's name.
+    """
+
+    def work_items(self, sources: Sequence[str], *, games_per_chunk: int) -> Iterator[WorkItem]:
+        """Every chunk of ``sources`` in input order, ``games_per_chunk`` games each."""
+        ...
+
+    def read_chunk(self, item: WorkItem) -> ChunkResult:
+        """Read one work item into games rows and quarantined games."""
+        ...
+
+
 # -- the work of one task (plain Python; actors.ingest_tasks runs it on Ray) -----------------
 
 
-def read_chunk(game: str, item: WorkItem) -> ChunkResult:
-    """Read one chunk with the game's reader (chess pieces come with their bytes)."""
-    reader = reader_for(game)
-    if item.data is None and item.stream_error is None:
-        return reader.read_chunk(item.chunk)
-    return reader.read_chunk(item.chunk, item.data, stream_error=item.stream_error)
-
-
 def process_chunk(
-    game: str, item: WorkItem, rules: SelectionRules, out_dir: Path
+    reader: ChunkReader, item: WorkItem, rules: SelectionRules, out_dir: Path
 ) -> dict[str, Any]:
-    """Read, select and commit one chunk; return the marker's meta (counts of this chunk) plus
-    the commit's CPU seconds."""
+    """Read ``item`` with the game kind's ``reader``, select and commit it; return the
+    marker's meta (counts of this chunk) plus the commit's CPU seconds."""
     started, cpu_started = time.perf_counter(), time.process_time()
-    result = read_chunk(game, item)
+    result = reader.read_chunk(item)
     kept, rejected = apply_selection(result.games, rules)
     reasons = Counter(result.quarantine.column("error_type").to_pylist())
     meta = {
@@ -102,6 +114,7 @@ def process_chunk(
         "quarantined": result.quarantine.num_rows,
         "quarantine_reasons": dict(sorted(reasons.items())),
         "stream_error": item.stream_error,
+        "reader_notes": result.notes,
         "seconds": round(time.perf_counter() - started, 3),
         "cpu_s": round(time.process_time() - cpu_started, 3),  # read + select, before commit
     }
@@ -120,19 +133,9 @@ def process_chunk(
 # -- planning -------------------------------------------------------------------------------
 
 
-def work_items(config: IngestConfig) -> Iterator[WorkItem]:
-    """Every chunk of the run, in input order (chess: streamed; Go: planned)."""
-    reader = reader_for(config.game)
-    if config.game == "chess":
-        for source in reader.expand_sources(config.sources):
-            for piece in reader.stream_chunks(source, games_per_chunk=config.games_per_chunk):
-                if piece.stream_error:
-                    logger.warning("%s", piece.stream_error)
-                yield WorkItem(piece.chunk, piece.data, piece.stream_error)
-        return
-    paths = [Path(p) for p in config.sources]
-    for chunk in reader.plan_chunks(paths, games_per_chunk=config.games_per_chunk):
-        yield WorkItem(chunk)
+def work_items(config: IngestConfig, reader: ChunkReader) -> Iterator[WorkItem]:
+    """Every chunk of the run, in input order, as the game kind's ``reader`` cuts them."""
+    return reader.work_items(config.sources, games_per_chunk=config.games_per_chunk)
 
 
 def check_rules_match(store: ChunkStore, game: str, rules: SelectionRules) -> None:
@@ -204,6 +207,7 @@ def build_summary(
         "rejected_total": rejected_total,
         "quarantined": quarantined,
         "quarantine_reasons": dict(sorted(reasons.items())),
+        "reader_notes": merge_notes(m.get("reader_notes", {}) for m in metas),
         "invariant": {
             "read": read,
             "kept_plus_rejected_plus_quarantined": kept + rejected_total + quarantined,
@@ -246,6 +250,16 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         f"{run['games_per_s']:,.0f} games/s on {run['cpus']:g} CPUs; reading took "
         f"{run['task_cpu_s']:.1f} CPU s = {run['games_per_task_cpu_s'] or 0:,.0f} games per CPU s",
     ]
+    if any(summary["reader_notes"].values()):
+        lines.append(
+            "  read past or repaired: "
+            + ", ".join(
+                f"{k}: {v:,}" if not isinstance(v, list) else f"{k}: {', '.join(v[:5])}"
+                + (" …" if len(v) > 5 else "")
+                for k, v in summary["reader_notes"].items()
+                if v
+            )
+        )
     lines += [f"  error: {message}" for message in summary["file_errors"]]
     lines += [f"  failed chunk {f['chunk_id']}: {f['error']}" for f in summary["chunks"]["failed"]]
     return "\n".join(lines)

@@ -3,9 +3,9 @@
 The whole Kibitz path on a small scale, in this process (no Ray: a few games do not pay for a
 cluster start-up):
 
-1. read the files with the game's ingestion reader, keep every readable game (preset ``all``)
-   and then only the games the player played;
-2. extract their per-move features with extraction's plain step classes (same nets and
+1. read the files with the game kind's ingestion reader (``pipeline.kinds``), keep every
+   readable game (preset ``all``) and then only the games the player played;
+2. extract their per-move features with the game kind's extraction steps (same nets and
    settings as the features the meta-models were trained on: the training features'
    ``_config.yaml``), written as a features table under the work folder;
 3. aggregate them with the same SQL as training (``kibitz aggregate``);
@@ -30,8 +30,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.core.errors import KibitzError
 from pipeline.core.features_schema import PARTITION_COLUMNS
 from pipeline.extract.config import ExtractConfig, config_from_dict, preset
+from pipeline.kinds import game_kind
 from pipeline.meta.aggregate import (
     AggregateConfig,
     AggregatesNotFoundError,
@@ -46,7 +48,7 @@ from pipeline.meta.train import MetaModels
 log = logging.getLogger(__name__)
 
 
-class NoGamesOfPlayerError(LookupError):
+class NoGamesOfPlayerError(KibitzError, LookupError):
     """None of the input games was played by the named player."""
 
 
@@ -86,15 +88,16 @@ class Estimate:
 def read_player_games(game: str, sources: list[str], player: str) -> tuple[pa.Table, int]:
     """Every readable game of ``sources`` that ``player`` played (names compared case-folded)."""
     from pipeline.ingest.selection import apply_selection, load_preset
-    from pipeline.ingest.work import IngestConfig, read_chunk, resolve_sources, work_items
+    from pipeline.ingest.work import IngestConfig, resolve_sources, work_items
 
+    reader = game_kind(game).reader
     rules = load_preset("all")
     config = IngestConfig(
         game=game, sources=resolve_sources(sources), out_dir=Path("."), rules=rules
     )
     tables, quarantined = [], 0
-    for item in work_items(config):
-        result = read_chunk(game, item)
+    for item in work_items(config, reader):
+        result = reader.read_chunk(item)
         kept, _ = apply_selection(result.games, rules)
         quarantined += result.quarantine.num_rows
         name = player.casefold()
@@ -127,24 +130,16 @@ def extraction_config(
 
 
 def extract_in_process(config: ExtractConfig, games: pa.Table) -> tuple[pa.Table, int]:
-    """Features of ``games`` with extraction's step classes; (features, games dropped)."""
-    from pipeline.extract.steps import Part, assemble, encode, net_step, run_nets
+    """Features of ``games`` with the game kind's extraction steps, an engine (chess with
+    Stockfish) in this process; (features, games dropped)."""
+    from pipeline.extract.steps import Part, assemble, run_nets
 
-    work = encode(config, games)
-    nets, kids = run_nets(config, net_step(config), work)
-    values = []
-    if config.game == "chess" and config.value.evaluator == "stockfish":
-        from pipeline.extract.chess import ChessValueStep
-        from pipeline.nets.stockfish import StockfishSettings
-
-        engine = ChessValueStep(
-            StockfishSettings(nodes=config.value.nodes, hash_mb=config.value.hash_mb)
-        )
-        try:
-            values = [engine(work, nets, 0, work.games.num_rows)]
-        finally:
-            engine.close()
-    result = assemble(config, Part("estimate", 0, games.num_rows), work, nets, values, kids)
+    extraction = game_kind(config.game).extraction
+    work = extraction.encode(config, games)
+    nets, kids = run_nets(extraction, config, extraction.net_step(config), work)
+    values = extraction.engine_values(config, work, nets)
+    part = Part("estimate", 0, games.num_rows)
+    result = assemble(extraction, config, part, work, nets, values, kids)
     return result.features, result.quarantine.num_rows
 
 

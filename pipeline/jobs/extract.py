@@ -38,10 +38,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
-from tqdm import tqdm
 
+from pipeline.core.catalog import refresh_home_of
 from pipeline.core.chunk_store import ChunkStore
+from pipeline.core.errors import KibitzError
 from pipeline.core.features_schema import PARTITION_COLUMNS
+from pipeline.core.progress import Progress
 from pipeline.extract.config import ExtractConfig
 from pipeline.extract.steps import (
     QUARANTINE_SCHEMA,
@@ -64,7 +66,7 @@ ATTEMPTS = 2  # a part is tried this many times before it is split / quarantined
 MAX_RESTART_WAITS = 8
 
 
-class ConfigMismatchError(ValueError):
+class ConfigMismatchError(KibitzError, ValueError):
     """The output folder holds features extracted with a different config."""
 
 
@@ -273,7 +275,7 @@ def run_extract(
     stats = RunStats()
     commits = 0
     total_games = sum(c.part.stop - c.part.start for c in todo)
-    progress = tqdm(total=total_games, desc=f"extract {config.game}", unit=" games",
+    progress = Progress(total=total_games, desc=f"extract {config.game}", unit=" games",
                     disable=not show_progress, mininterval=1.0)  # fmt: skip
     started = time.perf_counter()
     with ExtractRunner(config, str(games_root), address=address, num_cpus=num_cpus) as runner:
@@ -346,6 +348,7 @@ def run_extract(
     wall_s = time.perf_counter() - started
     summary = build_summary(config, chunks, store, stats, wall_s, games_root, out_root)
     (out_root / SUMMARY_FILE).write_text(json.dumps(summary, indent=1, sort_keys=True))
+    refresh_home_of(out_root)  # the home's kibitz.duckdb: <kind>_features views
     return summary
 
 

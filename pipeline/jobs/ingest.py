@@ -6,10 +6,11 @@ Read top to bottom, one run is:
    refuse to mix selection rules with chunks committed under other rules;
 2. start or join Ray (``actors.ingest_tasks``), then delete files of chunks a killed run left
    without a marker;
-3. list the work: chess files are streamed once by the driver and cut into pieces of
-   ``games_per_chunk`` games (``pipeline.ingest.pgn.stream_chunks``: a ``.pgn.zst`` stream
-   cannot be seeked, so tasks get the raw text); Go inputs are planned up front
-   (``pipeline.ingest.sgf.plan_chunks``) and each task reads its own slice;
+3. list the work with the game kind's reader (``pipeline.kinds``: ``kind.reader``): chess
+   files are streamed once by the driver and cut into pieces of ``games_per_chunk`` games
+   (``pipeline.ingest.pgn.stream_chunks``: a ``.pgn.zst`` stream cannot be seeked, so tasks
+   get the raw text); Go inputs are planned up front (``pipeline.ingest.sgf.plan_chunks``) and
+   each task reads its own slice;
 4. skip chunks whose marker exists (resume), run the rest as Ray tasks that each read the
    chunk, apply the selection rules and commit the kept games and the quarantined ones;
 5. aggregate every marker of this run's chunks into ``_summary.json`` next to the table
@@ -26,10 +27,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from tqdm import tqdm
-
+from pipeline.core.catalog import refresh_home_of
 from pipeline.core.chunk_store import ChunkStore
 from pipeline.core.games_schema import PARTITION_COLUMNS
+from pipeline.core.progress import Progress
 from pipeline.ingest.work import (
     IngestConfig,
     IngestError,
@@ -41,6 +42,7 @@ from pipeline.ingest.work import (
     work_items,
     write_summary,
 )
+from pipeline.kinds import game_kind
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +53,7 @@ def run_ingest(config: IngestConfig) -> dict[str, Any]:
     # without starting Ray; this is the one place where the driver crosses into `actors`.
     from actors.ingest_tasks import RayChunkRunner
 
+    reader = game_kind(config.game).reader
     if config.rules.game not in (config.game, "any"):
         raise IngestError(
             f"rules {config.rules.label!r} are for {config.rules.game!r} games, not {config.game!r}"
@@ -68,7 +71,7 @@ def run_ingest(config: IngestConfig) -> dict[str, Any]:
         if removed:
             logger.info("removed %d files of chunks a previous run left unfinished", removed)
         done = store.done_ids()
-        progress = tqdm(
+        progress = Progress(
             desc=f"ingest {config.game}",
             unit=" games",
             unit_scale=True,
@@ -77,7 +80,7 @@ def run_ingest(config: IngestConfig) -> dict[str, Any]:
         )
 
         def pending() -> Iterator[WorkItem]:
-            for item in work_items(config):
+            for item in work_items(config, reader):
                 chunk_id = item.chunk.chunk_id
                 stats.chunk_ids.append(chunk_id)
                 if chunk_id in done:
@@ -109,4 +112,5 @@ def run_ingest(config: IngestConfig) -> dict[str, Any]:
     write_summary(config.out_dir, summary)
     if not summary["invariant"]["holds"]:
         raise InvariantError(f"read ≠ kept + rejected + quarantined: {summary['invariant']}")
+    refresh_home_of(config.out_dir)  # the home's kibitz.duckdb: <kind>_games views
     return summary

@@ -1,14 +1,20 @@
 """DuckDB aggregates over the per-move features table: player instances, players, rank groups.
 
-The SQL lives in ``sql/marts/*.sql`` and ``sql/reports/*.sql`` (one statement per file, usable by hand in the DuckDB
-CLI, see docs/meta.md); this module only opens the features Parquet as the view ``features``,
-sets the parameters α and γ as DuckDB variables, runs the marts in dependency order and saves
-them twice: as Parquet files (what ``kibitz train meta`` and ``kibitz estimate`` read) and as
-tables in ``kibitz.duckdb`` (what a user opens with ``duckdb OUT/kibitz.duckdb``).
+The SQL lives in ``sql/`` as dbt-style models, one statement per file: ``sql/staging/stg_moves.sql``
+renames and casts the features, ``sql/marts/*.sql`` and ``sql/reports/*.sql`` read it (and each
+other) by name. :mod:`pipeline.core.catalog` finds those references and derives the run order
+(``stg_moves`` → ``player_instance_features`` → ``player_features``, ``rank_groups`` … ); it
+also fills the net-column patterns in from :mod:`pipeline.core.features_schema`. This module
+only opens the features Parquet as the source view ``features``, sets the parameters α and γ as
+DuckDB variables, creates ``stg_moves`` as a view and every mart and report as a table, and
+saves those tables as Parquet (what ``kibitz train meta`` and ``kibitz estimate`` read). When the
+output folder sits in an output home (``kibitz-out/aggregates-chess``), the home's catalog
+``kibitz-out/kibitz.duckdb`` gets views over them (``chess_player_features`` …).
 
 Run::
 
-    kibitz aggregate --features kibitz-out/features-chess --out kibitz-out/aggregates-chess
+    kibitz aggregate --features kibitz-out/features-chess    # → kibitz-out/aggregates-chess
+    kibitz aggregate --sql player_instance_features           # the rendered SQL of one model
     python -m pipeline.meta.aggregate FEATURES_DIR OUT_DIR
 """
 
@@ -28,21 +34,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from pipeline.core.settings import SQL_DIR
+from pipeline.core.catalog import (
+    SOURCES,
+    SqlModel,
+    create_model,
+    load_models,
+    parquet_glob,
+    refresh_home_of,
+    run_order,
+)
 
 log = logging.getLogger(__name__)
 
-# Run order: each query reads only the features view and the tables before it.
-SQL_FILES = {
-    "player_instance_features": SQL_DIR / "marts" / "player_instance_features.sql",
-    "rank_groups": SQL_DIR / "marts" / "rank_groups.sql",
-    "player_features": SQL_DIR / "marts" / "player_features.sql",
-    "prior_profile": SQL_DIR / "reports" / "prior_profile.sql",  # Fig. 3 of the paper
-    "loss_by_move_number": SQL_DIR / "reports" / "loss_by_move_number.sql",  # Fig. 4
-}
-MARTS = tuple(SQL_FILES)
-DATABASE_FILE = "kibitz.duckdb"
 SUMMARY_FILE = "_aggregate.json"
+SCRATCH_DB = "_aggregate.duckdb.tmp"  # where the tables are built; deleted once saved as Parquet
 FEATURES_CONFIG_FILE = "_config.yaml"  # written by `kibitz extract` next to the features
 # Instance feature columns end in one of these (sql/marts/player_instance_features.sql).
 FEATURE_SUFFIXES = ("_k25", "_k50", "_all")
@@ -73,12 +78,26 @@ class AggregateConfig:
 
 def features_glob(features_dir: Path) -> str:
     """The ``read_parquet`` glob of the features table (side tables use ``.pq`` and stay out)."""
-    return (Path(features_dir).resolve() / "**" / "*.parquet").as_posix()
+    return parquet_glob(features_dir)
+
+
+def mart_names(models: dict[str, SqlModel] | None = None) -> list[str]:
+    """The tables an aggregation writes, in run order: every mart and report that reads only
+    the ``features`` source (through ``stg_moves``)."""
+    models = load_models() if models is None else models
+    names = []
+    for name in run_order(models):
+        if models[name].materialization != "table":
+            continue
+        sources = set().union(*(models[n].refs for n in run_order(models, [name]))) & set(SOURCES)
+        if sources <= {"features"}:
+            names.append(name)
+    return names
 
 
 def read_sql(name: str) -> str:
-    """The text of one query of :data:`SQL_FILES`."""
-    return SQL_FILES[name].read_text()
+    """The rendered text of one model under ``sql/`` (template calls filled in)."""
+    return load_models()[name].sql
 
 
 def _sql_string(value: str) -> str:
@@ -91,7 +110,8 @@ def open_features(
     config: AggregateConfig = AggregateConfig(),
     database: str = ":memory:",
 ) -> duckdb.DuckDBPyConnection:
-    """A connection with the view ``features`` over the folder and α, γ set as variables."""
+    """A connection where every mart can run: the source view ``features`` over the folder,
+    the staging view ``stg_moves`` over it, and α, γ set as variables."""
     features_dir = Path(features_dir)
     if not any(features_dir.glob("**/*.parquet")):
         raise FeaturesNotFoundError(
@@ -103,6 +123,10 @@ def open_features(
         f"{_sql_string(features_glob(features_dir))}, hive_partitioning = true)"
     )
     set_parameters(con, config)
+    models = load_models()
+    for name in run_order(models, mart_names(models)):
+        if models[name].materialization == "view":
+            create_model(con, models[name])
     return con
 
 
@@ -112,12 +136,17 @@ def set_parameters(con: duckdb.DuckDBPyConnection, config: AggregateConfig) -> N
     con.execute(f"set variable gamma = {float(config.gamma)!r}::double")
 
 
-def build_marts(con: duckdb.DuckDBPyConnection, marts: Sequence[str] = MARTS) -> dict[str, int]:
-    """Create (or replace) one table per mart; return the row count of each."""
+def build_marts(
+    con: duckdb.DuckDBPyConnection, marts: Sequence[str] | None = None
+) -> dict[str, int]:
+    """Create (or replace) ``marts`` (default :func:`mart_names`) and every model they read, in
+    run order: staging models as views, the others as tables. Return each table's row count."""
+    models = load_models()
     rows = {}
-    for name in marts:
-        con.execute(f"create or replace table {name} as {read_sql(name)}")
-        rows[name] = con.execute(f"select count(*) from {name}").fetchone()[0]
+    for name in run_order(models, mart_names(models) if marts is None else marts):
+        create_model(con, models[name])
+        if models[name].materialization == "table":
+            (rows[name],) = con.execute(f"select count(*) from {name}").fetchall()[0]
     return rows
 
 
@@ -134,27 +163,28 @@ def run_aggregate(
 ) -> dict[str, Any]:
     """Build every mart from ``features_dir`` into ``out_dir``; return (and save) a summary.
 
-    ``out_dir/kibitz.duckdb`` is rebuilt from scratch each time so that it never holds tables
-    of an older run; its ``features`` view points at the absolute features path.
+    The tables are built in a scratch database in ``out_dir`` (deleted afterwards) and saved as
+    ``out_dir/<mart>.parquet``, each replaced whole. When ``out_dir`` sits in an output home,
+    the home's catalog is refreshed and the summary's ``catalog`` names it (else None).
     """
     features_dir, out_dir = Path(features_dir), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    db_path = out_dir / DATABASE_FILE
-    tmp_db = out_dir / (DATABASE_FILE + ".tmp")
-    tmp_db.unlink(missing_ok=True)
+    scratch = out_dir / SCRATCH_DB
+    scratch.unlink(missing_ok=True)
     started = time.perf_counter()
-    con = open_features(features_dir, config=config, database=str(tmp_db))
+    con = open_features(features_dir, config=config, database=str(scratch))
     try:
-        moves = con.execute("select count(*) from features").fetchone()[0]
+        (moves,) = con.execute("select count(*) from features").fetchall()[0]
         rows = build_marts(con)
         sql_s = time.perf_counter() - started
-        for name in MARTS:
+        for name in rows:
             target = out_dir / f"{name}.parquet"
             con.execute(f"copy {name} to {_sql_string(str(target) + '.tmp')} (format parquet)")
             Path(str(target) + ".tmp").replace(target)
     finally:
         con.close()
-    tmp_db.replace(db_path)
+        scratch.unlink(missing_ok=True)
+        Path(str(scratch) + ".wal").unlink(missing_ok=True)
     extract_config = features_run_config(features_dir)
     summary = {
         "features_dir": str(features_dir.resolve()),
@@ -164,8 +194,9 @@ def run_aggregate(
         "rows": rows,
         "sql_s": round(sql_s, 3),
         "moves_per_s": round(moves / sql_s, 1) if sql_s else None,
-        "database": str(db_path),
     }
+    catalog = refresh_home_of(out_dir)
+    summary["catalog"] = str(catalog) if catalog else None
     (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
     return summary
 

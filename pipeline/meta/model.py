@@ -46,6 +46,7 @@ from pipeline.core.data_split import (
     SplitConfig,
     assign_splits,
 )
+from pipeline.core.errors import KibitzError
 from pipeline.core.features_schema import column_slug
 from pipeline.meta.aggregate import feature_columns
 from pipeline.meta.samples import Samples, player_samples, rank_group_samples
@@ -77,7 +78,7 @@ FEATURE_SETS: dict[str, tuple[str, ...]] = {
 CHEN_PREFIX = "chen_sscore_"  # method name of the baseline: chen_sscore_<net>
 
 
-class MetaDataError(ValueError):
+class MetaDataError(KibitzError, ValueError):
     """Instance tables that cannot train or evaluate a meta-model."""
 
 

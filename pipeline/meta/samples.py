@@ -26,8 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from pipeline.core.errors import KibitzError
 
-class SamplingError(ValueError):
+
+class SamplingError(KibitzError, ValueError):
     """A draw of more instances than a pool holds, or inconsistent inputs."""
 
 

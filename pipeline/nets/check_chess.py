@@ -93,7 +93,7 @@ def check_net(
     """Move matching of net ``name`` (registry name or .pb.gz path) on the games under ``path``
     (at most ``max_games`` per PGN file)."""
     from pipeline.nets.evaluator import make_evaluator
-    from pipeline.nets.registry import load_net
+    from pipeline.nets.loading import load_net
 
     evaluate = make_evaluator(load_net(name), backend=backend, device=device)
     tally = MoveMatchTally()

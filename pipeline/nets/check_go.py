@@ -117,7 +117,7 @@ def check_net(
     ``path`` (at most ``max_games`` per source file). ``komi`` overrides the games' komi (Fox
     records ``KM[0]`` for most even games); ``profile`` is the HumanSL rank profile."""
     from pipeline.nets.evaluator import make_evaluator
-    from pipeline.nets.registry import load_net
+    from pipeline.nets.loading import load_net
 
     net = load_net(name)
     evaluate = make_evaluator(net, backend=backend, device=device)

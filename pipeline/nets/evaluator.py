@@ -4,12 +4,13 @@ An :class:`Evaluator` maps named float32 numpy inputs to named float32 numpy out
 net's own names (contract C4: ``planes`` → ``policy``, ``wdl`` for Lc0 nets; ``spatial``,
 ``global`` → ``policy``, ``value``, ``misc``, ``ownership`` for KataGo). Feature steps hold an
 evaluator and never care which backend runs the net. Large batches are split into chunks of
-``max_batch`` rows so memory stays bounded and a TensorRT profile is never exceeded.
+``max_batch`` rows so memory stays bounded and a TensorRT profile is never exceeded. The errors,
+the input check and the chunking are ``pipeline.nets.backend_io``'s, shared with TensorRT's.
 
 Usage::
 
     from pipeline.nets.evaluator import make_evaluator
-    from pipeline.nets.registry import load_net
+    from pipeline.nets.loading import load_net
     evaluate = make_evaluator(load_net("maia-1500"), backend="onnx")
     out = evaluate({"planes": planes})        # planes: (N, 112, 8, 8) float32
     out["policy"].shape                        # (N, 1858)
@@ -18,7 +19,7 @@ Usage::
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -26,20 +27,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from pipeline.nets.backend_io import BackendUnavailableError, check_inputs, run_in_chunks
 from pipeline.nets.backends import BACKENDS
 
 logger = logging.getLogger(__name__)
 
 
 PRECISIONS = ("fp32", "fp16")
-
-
-class EvaluatorInputError(ValueError):
-    """The inputs given to an evaluator do not match the net's named inputs."""
-
-
-class BackendUnavailableError(RuntimeError):
-    """The requested backend or device is not available on this machine."""
 
 
 @runtime_checkable
@@ -50,55 +44,6 @@ class Evaluator(Protocol):
     output_names: tuple[str, ...]
 
     def __call__(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]: ...
-
-
-def check_inputs(
-    inputs: Mapping[str, np.ndarray | torch.Tensor], input_names: tuple[str, ...]
-) -> tuple[list, int]:
-    """The inputs in net order and their common batch size.
-
-    Numpy inputs become contiguous float32 arrays; torch tensors (a net bank that already put
-    the batch on the evaluator's GPU) pass through untouched.
-    """
-    missing = [name for name in input_names if name not in inputs]
-    extra = [name for name in inputs if name not in input_names]
-    if missing or extra:
-        raise EvaluatorInputError(
-            f"net takes inputs {input_names!r}; missing {missing!r}, unexpected {extra!r}"
-        )
-    arrays = [
-        inputs[name]
-        if isinstance(inputs[name], torch.Tensor)
-        else np.ascontiguousarray(inputs[name], dtype=np.float32)
-        for name in input_names
-    ]
-    sizes = {a.shape[0] if a.ndim else -1 for a in arrays}
-    if len(sizes) != 1 or -1 in sizes:
-        shapes = {name: a.shape for name, a in zip(input_names, arrays, strict=True)}
-        raise EvaluatorInputError(f"inputs need one shared batch axis, got shapes {shapes!r}")
-    return arrays, sizes.pop()
-
-
-def run_in_chunks(
-    arrays: list[np.ndarray],
-    batch: int,
-    max_batch: int,
-    output_names: tuple[str, ...],
-    run_chunk: Callable[[list[np.ndarray]], Sequence[np.ndarray]],
-) -> dict[str, np.ndarray]:
-    """Run ``run_chunk`` over slices of at most ``max_batch`` rows and stitch the outputs."""
-    outputs: list[np.ndarray] | None = None
-    for start in range(0, batch, max_batch):
-        stop = min(start + max_batch, batch)
-        results = run_chunk([a[start:stop] for a in arrays])
-        if outputs is None:
-            outputs = [np.empty((batch, *r.shape[1:]), dtype=np.float32) for r in results]
-        for out, result in zip(outputs, results, strict=True):
-            out[start:stop] = result
-    if outputs is None:  # empty batch: run one row to learn the output shapes
-        results = run_chunk([np.zeros((1, *a.shape[1:]), np.float32) for a in arrays])
-        outputs = [np.empty((0, *r.shape[1:]), dtype=np.float32) for r in results]
-    return dict(zip(output_names, outputs, strict=True))
 
 
 def _channels_last(tensor: torch.Tensor) -> torch.Tensor:

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from pipeline.core.errors import KibitzError
 from pipeline.go_game import spec as go_spec
 from pipeline.nets.sscore_net import ResidualTrunk
 
@@ -36,7 +37,7 @@ from pipeline.nets.sscore_net import ResidualTrunk
 GO_POLICY_RANKS = tuple([f"{n}k" for n in range(10, 0, -1)] + [f"{n}d" for n in range(1, 10)])
 
 
-class UnknownRankError(ValueError):
+class UnknownRankError(KibitzError, ValueError):
     """A rank label that is not one of GO_POLICY_RANKS."""
 
 

@@ -40,6 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.core.errors import KibitzError
+
 MIN_MODEL_VERSION = 8
 MAX_MODEL_VERSION = 15
 METADATA_INPUT_CHANNELS = 192  # KataGo's SGFMetadata::METADATA_INPUT_NUM_CHANNELS
@@ -52,7 +54,7 @@ _ACTIVATIONS = {
 }
 
 
-class ModelFileError(ValueError):
+class ModelFileError(KibitzError, ValueError):
     """The file is not a well-formed KataGo model file."""
 
 

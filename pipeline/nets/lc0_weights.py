@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.core.errors import KibitzError
+
 # Net.magic: lc0 writes this fixed32 into every weights file it produces.
 LC0_MAGIC = 0x1C0
 
@@ -157,11 +159,11 @@ _SCHEMAS: dict[str, _Schema] = {
 _ATTENTION_FIELDS = frozenset([17, 18, 19, 20, 21, 22, 24, *range(25, 46)])
 
 
-class Lc0FormatError(ValueError):
+class Lc0FormatError(KibitzError, ValueError):
     """The file is not a readable Lc0 protobuf weights file."""
 
 
-class UnsupportedNetError(ValueError):
+class UnsupportedNetError(KibitzError, ValueError):
     """The file is a valid Lc0 net of a kind Kibitz cannot run (attention body, ONNX, ...)."""
 
 

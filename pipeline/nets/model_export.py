@@ -1,19 +1,19 @@
-"""Export Kibitz's own trained nets into the model registry, and load them back.
+"""Export Kibitz's own trained nets into the model registry.
 
 A trained net is one file ``model.kibitz.pt``: a torch-saved dict ``{"header": {...},
 "state_dict": {...}}`` whose header (plain JSON types) says the registry ``format``
 ("kibitz-sscore" | "kibitz-go-policy" | "kibitz-sscore-levels": then the file holds only the
-score head, and the imitation nets it reads come from the registry by name and sha256), the
-net's shape config and the training facts; it loads with ``torch.load(weights_only=True)``, so
-no pickled code runs. Beside it the exporter writes ``model.onnx`` (the same net, or the score
+score head, and the imitation nets it reads come from the registry by name and sha256;
+``pipeline.nets.formats``), the net's shape config and the training facts; it loads with
+``torch.load(weights_only=True)`` (``pipeline.nets.kibitz_model_file``), so no pickled code runs. Beside it the exporter writes ``model.onnx`` (the same net, or the score
 head of a levels model, for ONNX Runtime / TensorRT), ``model.yaml`` (the header and both files'
 sha256) and, given a card text, ``MODEL_CARD.md``.
 
 :func:`register_model` copies those files into ``ROOT/NAME/`` and adds or replaces ``NAME`` in
 ``ROOT/registry.yaml``. ``ROOT`` is a user's models directory (``KIBITZ_MODELS_DIR``, whose
 ``registry.yaml`` the registry reads) or the repository's ``models/`` folder, where Kibitz
-ships its default nets; ``pipeline.nets.registry`` reads both. ``load_net`` dispatches the
-formats here (keep the format names in sync with ``pipeline/nets/registry.py`` LOADERS).
+ships its default nets; ``pipeline.nets.registry`` reads both, and ``pipeline.nets.loading``
+loads the files back by format.
 
     python -m pipeline.nets.model_export models/kibitz-sscore-chess/model.kibitz.pt
 """
@@ -30,6 +30,8 @@ import torch
 import yaml
 from torch import nn
 
+from pipeline.nets.formats import KIBITZ_FORMATS
+from pipeline.nets.kibitz_model_file import ModelFileError, read_model_file
 from pipeline.nets.onnx_export import export_onnx
 from pipeline.nets.registry import USER_REGISTRY_NAME, file_sha256
 
@@ -37,15 +39,7 @@ WEIGHTS_NAME = "model.kibitz.pt"
 ONNX_NAME = "model.onnx"
 HEADER_NAME = "model.yaml"
 CARD_NAME = "MODEL_CARD.md"
-SSCORE_FORMAT = "kibitz-sscore"
-GO_POLICY_FORMAT = "kibitz-go-policy"
-LEVELS_FORMAT = "kibitz-sscore-levels"  # pipeline/nets/sscore_levels.py: the head only, ONNX of it
-FORMATS = (SSCORE_FORMAT, GO_POLICY_FORMAT, LEVELS_FORMAT)
 HEADER_VERSION = 1
-
-
-class ModelFileError(ValueError):
-    """A Kibitz model file that is unreadable or of another format than asked."""
 
 
 @dataclass(frozen=True)
@@ -64,8 +58,8 @@ def export_model(
 ) -> ExportedModel:
     """Write weights (+ header), ONNX, ``model.yaml`` and the card into ``folder``."""
     fmt = header.get("format")
-    if fmt not in FORMATS:
-        raise ModelFileError(f"header format must be one of {FORMATS!r}, got {fmt!r}")
+    if fmt not in KIBITZ_FORMATS:
+        raise ModelFileError(f"header format must be one of {KIBITZ_FORMATS!r}, got {fmt!r}")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     header = {"header_version": HEADER_VERSION, **header}
@@ -82,61 +76,6 @@ def export_model(
     if card is not None:
         (folder / CARD_NAME).write_text(card, encoding="utf-8")
     return ExportedModel(folder, weights, onnx_path, header, sha)
-
-
-def read_model_file(path: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    """(header, state_dict) of a ``model.kibitz.pt`` file."""
-    try:
-        saved = torch.load(Path(path), map_location="cpu", weights_only=True)
-    except (OSError, RuntimeError, EOFError) as exc:
-        raise ModelFileError(f"{str(path)!r} is not a readable Kibitz model file: {exc}") from exc
-    if not isinstance(saved, dict) or "header" not in saved or "state_dict" not in saved:
-        raise ModelFileError(f"{str(path)!r} lacks the header/state_dict of a Kibitz model file")
-    return saved["header"], saved["state_dict"]
-
-
-def load_kibitz_net(path: str | Path, *, expected_format: str | None = None) -> nn.Module:
-    """The net in a ``model.kibitz.pt`` file, in eval mode, built from its header's config."""
-    header, state = read_model_file(Path(path))
-    fmt = header.get("format")
-    if expected_format is not None and fmt != expected_format:
-        raise ModelFileError(f"{str(path)!r} holds a {fmt!r} net, expected {expected_format!r}")
-    if fmt == SSCORE_FORMAT:
-        from pipeline.nets.sscore_net import build_sscore_net
-
-        net: nn.Module = build_sscore_net(header["net"])
-    elif fmt == GO_POLICY_FORMAT:
-        from pipeline.nets.go_rank_policy import build_go_rank_policy
-
-        net = build_go_rank_policy(header["net"])
-    elif fmt == LEVELS_FORMAT:  # the head on the registry's imitation nets, checked by sha256
-        from pipeline.nets.sscore_levels import build_levels_sscore
-
-        net = build_levels_sscore(header, state)
-        net.header = header
-        return net.eval()
-    else:
-        raise ModelFileError(
-            f"{str(path)!r} has unknown format {fmt!r}, expected one of {FORMATS!r}"
-        )
-    net.load_state_dict(state)
-    net.header = header
-    return net.eval()
-
-
-def load_sscore_net(path: str | Path) -> nn.Module:
-    """Registry loader of format "kibitz-sscore"."""
-    return load_kibitz_net(path, expected_format=SSCORE_FORMAT)
-
-
-def load_levels_sscore(path: str | Path) -> nn.Module:
-    """Registry loader of format "kibitz-sscore-levels"."""
-    return load_kibitz_net(path, expected_format=LEVELS_FORMAT)
-
-
-def load_go_policy_net(path: str | Path) -> nn.Module:
-    """Registry loader of format "kibitz-go-policy"."""
-    return load_kibitz_net(path, expected_format=GO_POLICY_FORMAT)
 
 
 def register_model(

@@ -28,9 +28,9 @@ import numpy as np
 import torch
 
 from pipeline.nets.evaluator import make_evaluator
+from pipeline.nets.loading import load_net
 from pipeline.nets.packed_planes import PackedPlanes
 from pipeline.nets.policy_stats import PolicyStats, policy_stats
-from pipeline.nets.registry import load_net
 
 log = logging.getLogger(__name__)
 

@@ -162,7 +162,7 @@ def cached_onnx(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from pipeline.nets.registry import load_net
+    from pipeline.nets.loading import load_net
 
     args = argv if argv is not None else sys.argv[1:]
     if len(args) != 2:

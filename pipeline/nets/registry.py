@@ -4,13 +4,13 @@ Entries come from the built-in ``pipeline/registry/models.yaml`` and, when prese
 ``registry.yaml`` in the models directory (``settings.models_dir()``, ``KIBITZ_MODELS_DIR``
 or ``kibitz models --models-dir``); a user entry with a built-in name replaces it. A file is
 hashed once per process (cached by path, mtime and size), so a job that loads nine Maia
-nets per Ray actor pays for hashing once.
+nets per Ray actor pays for hashing once. The registry knows entries, files and checksums, not
+nets: ``pipeline.nets.loading`` turns a name or a file into a torch module.
 
 Usage::
 
-    from pipeline.nets.registry import load_net, resolve
+    from pipeline.nets.registry import resolve
     entry = resolve("maia-1500")       # ModelEntry with a verified path
-    net = load_net("maia-1500")        # torch module (pipeline.nets.lc0_net / pipeline.nets.katago_net)
 
 ``kibitz models list|fetch|check`` (pipeline/cli/models.py) is the command-line face.
 """
@@ -18,7 +18,6 @@ Usage::
 from __future__ import annotations
 
 import hashlib
-import importlib
 import logging
 import os
 import socket
@@ -29,29 +28,18 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from pipeline.core import settings
-
-if TYPE_CHECKING:
-    from torch import nn
+from pipeline.core.errors import KibitzError
+from pipeline.nets.formats import NET_FORMATS
 
 logger = logging.getLogger(__name__)
 
 BUILTIN_REGISTRY = settings.BUILTIN_REGISTRY
 USER_REGISTRY_NAME = "registry.yaml"
-# Net loaders by registry ``format``, imported lazily so chess-only runs never import the
-# KataGo code and vice versa.
-LOADERS = {
-    "lc0": ("pipeline.nets.lc0_net", "load_lc0_net"),
-    "katago": ("pipeline.nets.katago_net", "load_katago_net"),
-    "kibitz-sscore": ("pipeline.nets.model_export", "load_sscore_net"),
-    "kibitz-go-policy": ("pipeline.nets.model_export", "load_go_policy_net"),
-    "kibitz-sscore-levels": ("pipeline.nets.model_export", "load_levels_sscore"),
-    "kibitz": ("pipeline.nets.model_export", "load_kibitz_net"),  # a model.kibitz.pt given by path
-}
 # Nets Kibitz trains and ships in the repository (``kibitz train … --register``), read after the
 # built-in registry and before the models directory's own registry.yaml.
 PROJECT_MODELS_DIR = settings.REPO_ROOT / "models"
@@ -64,19 +52,19 @@ _sha_cache: dict[tuple[str, int, int], str] = {}
 _sha_lock = threading.Lock()
 
 
-class ModelNotFoundError(LookupError):
+class ModelNotFoundError(KibitzError, LookupError):
     """A model name is not in the registry, or its file is not in the models directory."""
 
 
-class ChecksumMismatchError(ValueError):
+class ChecksumMismatchError(KibitzError, ValueError):
     """A model file's sha256 differs from the registry's."""
 
 
-class RegistryFileError(ValueError):
+class RegistryFileError(KibitzError, ValueError):
     """A registry YAML file is malformed."""
 
 
-class FetchError(OSError):
+class FetchError(KibitzError, OSError):
     """Downloading a model failed (offline, HTTP error, bad checksum)."""
 
 
@@ -121,10 +109,10 @@ def _read_registry(path: Path, *, models_dir: Path, source: str) -> list[ModelEn
             raise RegistryFileError(f"{str(path)!r}: models[{i}] lacks {missing!r}: {item!r}")
         if item["game"] not in GAMES:
             raise RegistryFileError(f"{str(path)!r}: models[{i}] has game {item['game']!r}")
-        if item["format"] not in LOADERS:
+        if item["format"] not in NET_FORMATS:
             raise RegistryFileError(
                 f"{str(path)!r}: models[{i}] has format {item['format']!r}, "
-                f"expected one of {sorted(LOADERS)!r}"
+                f"expected one of {sorted(NET_FORMATS)!r}"
             )
         entries.append(
             ModelEntry(
@@ -214,50 +202,17 @@ def resolve(name: str, *, models_dir: Path | None = None) -> ModelEntry:
     return entry
 
 
-def _format_for_path(path: Path) -> str:
-    name = path.name.lower()
-    if name.endswith((".pb.gz", ".pb")):
-        return "lc0"
-    if name.endswith((".bin.gz", ".bin")):
-        return "katago"
-    if name.endswith(".kibitz.pt"):
-        return "kibitz"
-    raise ModelNotFoundError(
-        f"cannot tell the net format of {str(path)!r}: expected an Lc0 .pb.gz or a KataGo .bin.gz"
-    )
-
-
-def load_net_file(path: Path, fmt: str) -> nn.Module:
-    """Load a net file with the loader for ``fmt`` ("lc0" or "katago")."""
-    if fmt not in LOADERS:
-        raise ValueError(f"unknown net format {fmt!r}, expected one of {sorted(LOADERS)!r}")
-    module_name, function_name = LOADERS[fmt]
-    loader = getattr(importlib.import_module(module_name), function_name)
-    return loader(path)
-
-
-def _is_registry_name(name_or_path: str | Path) -> bool:
+def is_registry_name(name_or_path: str | Path) -> bool:
     """A string that is not an existing file names a registry entry; anything else is a path."""
     return isinstance(name_or_path, str) and not Path(name_or_path).is_file()
 
 
 def model_sha256(name_or_path: str | Path, *, models_dir: Path | None = None) -> str:
-    """sha256 of the weights ``load_net`` would load: the registry's for a name (``load_net``
-    verifies the file against it), the file's own for a path."""
-    if _is_registry_name(name_or_path):
+    """sha256 of the weights ``pipeline.nets.loading.load_net`` would load: the registry's for a
+    name (``load_net`` verifies the file against it), the file's own for a path."""
+    if is_registry_name(name_or_path):
         return find_entry(name_or_path, models_dir=models_dir).sha256
     return file_sha256(Path(name_or_path))
-
-
-def load_net(name_or_path: str | Path, *, models_dir: Path | None = None) -> nn.Module:
-    """Load a registered net by name (verified) or any net file by path (format by suffix)."""
-    candidate = Path(name_or_path)
-    if _is_registry_name(name_or_path):
-        entry = resolve(name_or_path, models_dir=models_dir)
-        return load_net_file(entry.file, entry.format)
-    if not candidate.is_file():
-        raise ModelNotFoundError(f"net file {str(candidate)!r} not found")
-    return load_net_file(candidate, _format_for_path(candidate))
 
 
 def _check_reachable(url: str, timeout: float) -> None:

@@ -21,12 +21,14 @@ and their files' sha256: the imitation nets (Maia-1, GPL-3.0; Kibitz's Go policy
 loaded from the registry and checked against those sha256 at load time, so the file carries
 none of their weights. Loaded, the model takes the game's inputs and the played move (chess:
 planes, played; Go: spatial, global, legal mask, played) and gives ``sscore`` like
-``SScoreNet``, so extraction, ONNX Runtime and TensorRT run it as any strength net.
+``SScoreNet``, so extraction, ONNX Runtime and TensorRT run it as any strength net. The levels'
+nets are loaded by a ``load`` function the caller passes (``pipeline.nets.loading.load_net``),
+since loading a file of this format is itself one of that function's formats.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,13 +37,15 @@ import torch
 from torch import nn
 
 from pipeline.chess_game import spec as chess_spec
+from pipeline.core.errors import KibitzError
 from pipeline.go_game import spec as go_spec
+from pipeline.nets import registry as model_registry
+from pipeline.nets.go_rank_policy import GoRankPolicyNet, UnknownRankError, rank_index
 from pipeline.nets.legal_softmax import masked_logits
-from pipeline.nets.model_export import LEVELS_FORMAT
 from pipeline.nets.sscore_net import policy_features
 
 __all__ = [
-    "DEFAULT_LEVELS", "GO_LEVELS", "LEVELS_FORMAT", "MAIA_LEVELS", "LevelsHead",
+    "DEFAULT_LEVELS", "GO_LEVELS", "MAIA_LEVELS", "LevelsHead",
     "LevelsHeadConfig", "LevelsSScore",
 ]  # fmt: skip
 MAIA_LEVELS = tuple(f"maia-{rating}" for rating in range(1100, 2000, 100))
@@ -58,7 +62,7 @@ SOFTMAX = ("whole", "legal")
 DEFAULT_SOFTMAX = {"chess": "whole", "go": "legal"}
 
 
-class LevelsModelError(ValueError):
+class LevelsModelError(KibitzError, ValueError):
     """A levels s-score whose imitation nets are missing or not the ones it was trained on."""
 
 
@@ -78,8 +82,6 @@ def level_identity(level: str, sha256: str) -> str:
 
 def level_sha256(levels: Sequence[str]) -> dict[str, str]:
     """Level → sha256 of its registry file: what a head's header records and caches key on."""
-    from pipeline.nets import registry as model_registry
-
     return {level: model_registry.model_sha256(split_level(level)[0]) for level in levels}
 
 
@@ -155,6 +157,10 @@ def level_features(
     return per_level.flatten(1)  # (B, 2, L) → (B, 2L)
 
 
+# A registry name → the net it names, eval mode (``pipeline.nets.loading.load_net``).
+NetLoader = Callable[[str], nn.Module]
+
+
 @dataclass
 class LevelNets:
     """The distinct nets behind a head's levels and where each level's policy comes from."""
@@ -164,13 +170,13 @@ class LevelNets:
     picks: list[tuple[int, int]]  # per level: (net, place among that net's policies)
 
 
-def level_nets(config: LevelsHeadConfig, sha256: dict[str, str] | None = None) -> LevelNets:
-    """The levels' nets from the registry (each file checked against the registry's sha256), and
-    against ``sha256`` (the files a model was trained on) when given. A rank-conditioned net
-    named by several levels is loaded once."""
-    from pipeline.nets import registry as model_registry
-    from pipeline.nets.go_rank_policy import GoRankPolicyNet, UnknownRankError, rank_index
-
+def level_nets(
+    config: LevelsHeadConfig, sha256: dict[str, str] | None = None, *, load: NetLoader
+) -> LevelNets:
+    """The levels' nets from the registry, each loaded by ``load`` (a registry name → module
+    function that checks the file against the registry's sha256: ``pipeline.nets.loading``'s
+    ``load_net``), and checked against ``sha256`` (the files a model was trained on) when given.
+    A rank-conditioned net named by several levels is loaded once."""
     found = LevelNets([], [], [])
     slot: dict[str, int] = {}
     for level in config.levels:
@@ -184,7 +190,7 @@ def level_nets(config: LevelsHeadConfig, sha256: dict[str, str] | None = None) -
                 )
         if name not in slot:
             slot[name] = len(found.nets)
-            found.nets.append(model_registry.load_net(name).eval())
+            found.nets.append(load(name).eval())
             found.ranks.append([])
         i = slot[name]
         ranked = isinstance(found.nets[i], GoRankPolicyNet)
@@ -297,11 +303,12 @@ def levels_sscore(game: str, levels: LevelNets, head: LevelsHead) -> LevelsSScor
 
 
 def build_levels_sscore(
-    header: dict[str, Any], head_state: dict[str, torch.Tensor]
+    header: dict[str, Any], head_state: dict[str, torch.Tensor], *, load: NetLoader
 ) -> LevelsSScore:
-    """The model a ``kibitz-sscore-levels`` file describes: its head, on the registry's nets."""
+    """The model a ``kibitz-sscore-levels`` file describes: its head, on the registry's nets
+    (loaded by ``load``, as in ``level_nets``)."""
     head = levels_head(header, head_state)
-    levels = level_nets(head.config, header["net"]["level_sha256"])
+    levels = level_nets(head.config, header["net"]["level_sha256"], load=load)
     return levels_sscore(header.get("game", "chess"), levels, head)
 
 

@@ -43,6 +43,7 @@ import torch
 from torch import nn
 
 from pipeline.chess_game import spec as chess_spec
+from pipeline.core.errors import KibitzError
 from pipeline.go_game import spec as go_spec
 from pipeline.nets.lc0_net import conv_policy_gather_index
 
@@ -50,7 +51,7 @@ GAMES = ("chess", "go")
 CHESS_POLICY_PLANES = 80  # lc0's convolutional policy head: 80 move-type planes per square
 
 
-class SScoreConfigError(ValueError):
+class SScoreConfigError(KibitzError, ValueError):
     """An s-score net configuration that cannot be built."""
 
 

@@ -42,7 +42,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pipeline.nets.evaluator import BackendUnavailableError, check_inputs, run_in_chunks
+from pipeline.nets.backend_io import BackendUnavailableError, check_inputs, run_in_chunks
 from pipeline.nets.onnx_export import cached_onnx, default_cache_dir
 
 logger = logging.getLogger(__name__)

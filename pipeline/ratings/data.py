@@ -30,6 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from pipeline.core.errors import KibitzError
+
 logger = logging.getLogger(__name__)
 
 # Columns the rating systems read; partition columns ``game`` and ``source`` come from the path.
@@ -40,7 +42,7 @@ _SCORE_OF_WINNER = {"white": 1.0, "black": 0.0, "draw": 0.5}
 _EPOCH = np.datetime64("1970-01-01", "D")
 
 
-class GamesTableError(ValueError):
+class GamesTableError(KibitzError, ValueError):
     """The games folder is missing, empty or mixes games that cannot share one rating pool."""
 
 

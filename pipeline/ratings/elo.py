@@ -26,10 +26,11 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from pipeline.core.errors import KibitzError
 from pipeline.ratings.data import RatedGames
 
 
-class EloConfigError(ValueError):
+class EloConfigError(KibitzError, ValueError):
     """An Elo configuration breaks Ka ≥ Kb ≥ Kc > 0, nc1 ≤ nc2 or D > 0."""
 
 

@@ -27,13 +27,14 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from pipeline.core.errors import KibitzError
 from pipeline.ratings.data import RatedGames
 
 GLICKO_SCALE = 173.7178  # the paper's conversion between Glicko and Glicko-2 scales
 _CONVERGENCE = 1e-6  # ε of the paper's Illinois iteration for σ'
 
 
-class Glicko2ConfigError(ValueError):
+class Glicko2ConfigError(KibitzError, ValueError):
     """A Glicko-2 configuration with a non-positive τ, RD, σ or period length."""
 
 

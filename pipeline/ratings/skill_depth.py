@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy.optimize import minimize
 
+from pipeline.core.errors import KibitzError
 from pipeline.ratings.data import read_games_table
 
 logger = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ _CHESS_BAND = re.compile(r"^(\d+)-(\d+)$")
 _GO_GROUP = re.compile(r"^(\d+)(?:-(\d+))?([kd])$")
 
 
-class SkillDepthError(ValueError):
+class SkillDepthError(KibitzError, ValueError):
     """A level label that has no budget, or a grid too small to fit."""
 
 

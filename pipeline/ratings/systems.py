@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from pipeline.core.errors import KibitzError
 from pipeline.ratings.data import RatedGames
 from pipeline.ratings.elo import EloConfig, replay_elo
 from pipeline.ratings.glicko2 import Glicko2Config, replay_glicko2
@@ -29,11 +30,11 @@ from pipeline.ratings.ttt import TTTConfig, smooth_ttt
 SYSTEM_NAMES = ("elo", "glicko2", "trueskill", "ttt")
 
 
-class UnknownSystemError(KeyError):
+class UnknownSystemError(KibitzError, KeyError):
     """A rating system name that Kibitz does not implement."""
 
 
-class SystemParameterError(ValueError):
+class SystemParameterError(KibitzError, ValueError):
     """A parameter that the chosen rating system does not have."""
 
 

@@ -29,13 +29,14 @@ import numba
 import numpy as np
 from scipy.stats import norm
 
+from pipeline.core.errors import KibitzError
 from pipeline.ratings.data import RatedGames
 
 _SQRT2 = math.sqrt(2.0)
 _INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
-class TrueSkillConfigError(ValueError):
+class TrueSkillConfigError(KibitzError, ValueError):
     """A TrueSkill configuration with non-positive σ/β, negative τ or p_draw outside [0, 1)."""
 
 

@@ -36,6 +36,7 @@ import numba
 import numpy as np
 from scipy.stats import norm
 
+from pipeline.core.errors import KibitzError
 from pipeline.ratings.data import RatedGames
 
 logger = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ _INV_SQRT2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _MILLS_SWITCH = -30.0  # below this, φ(x)/Φ(x) from its asymptotic series (Φ underflows later)
 
 
-class TTTConfigError(ValueError):
+class TTTConfigError(KibitzError, ValueError):
     """A TrueSkill Through Time configuration with an impossible value."""
 
 

@@ -54,6 +54,7 @@ import statsmodels.api as sm
 import yaml
 from scipy.stats import norm
 
+from pipeline.core.errors import KibitzError
 from pipeline.ratings.data import RatedGames
 from pipeline.ratings.systems import get_system, make_config
 
@@ -78,11 +79,11 @@ DEFAULT_GRIDS: dict[str, dict[str, list[Any]]] = {
 }
 
 
-class GridError(ValueError):
+class GridError(KibitzError, ValueError):
     """A parameter grid that cannot be read or expanded."""
 
 
-class SplitError(ValueError):
+class SplitError(KibitzError, ValueError):
     """A train/test split that leaves one side without decided games."""
 
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from pipeline.core.errors import KibitzError
 
-class DeviceError(ValueError):
+
+class DeviceError(KibitzError, ValueError):
     """A training device that does not exist on this machine."""
 
 

@@ -27,6 +27,7 @@ import torch
 
 from pipeline.core import tracking
 from pipeline.go_game import spec as go_spec
+from pipeline.nets.formats import GO_POLICY_FORMAT
 from pipeline.nets.go_rank_policy import (
     GO_POLICY_RANKS,
     GoRankPolicyConfig,
@@ -34,7 +35,7 @@ from pipeline.nets.go_rank_policy import (
     rank_indices,
 )
 from pipeline.nets.legal_softmax import legal_mask, masked_log_softmax
-from pipeline.nets.model_export import GO_POLICY_FORMAT, ExportedModel
+from pipeline.nets.model_export import ExportedModel
 from pipeline.train.device import module_device
 from pipeline.train.games import load_split_games, read_games
 from pipeline.train.loop import (

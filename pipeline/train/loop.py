@@ -269,7 +269,8 @@ def initial_weights(
     The model must be of format ``fmt`` with exactly this net shape: anything else would load
     only part of the weights, and a run that silently starts half-trained is worse than an error.
     """
-    from pipeline.nets.registry import load_net, model_sha256
+    from pipeline.nets.loading import load_net
+    from pipeline.nets.registry import model_sha256
 
     net = load_net(name_or_path)
     header = getattr(net, "header", {})

@@ -17,13 +17,8 @@ from typing import Any
 
 import yaml
 
-from pipeline.nets.model_export import (
-    CARD_NAME,
-    GO_POLICY_FORMAT,
-    HEADER_NAME,
-    LEVELS_FORMAT,
-    SSCORE_FORMAT,
-)
+from pipeline.nets.formats import GO_POLICY_FORMAT, LEVELS_FORMAT, SSCORE_FORMAT
+from pipeline.nets.model_export import CARD_NAME, HEADER_NAME
 from pipeline.train.loop import positions_trained
 from pipeline.train.sscore_eval import NS, PUBLISHED_ACCURACY, SScoreEvaluation
 

@@ -12,7 +12,9 @@ counted in the mean). Added to it: the policy cross-entropy (softmax over the wh
 vector, as the score head reads it: ``pipeline/nets/sscore_net.py``) and the value MSE (game result
 from the mover's view, +1/0/−1), both on the real-move positions only (not r∞), weighted by
 ``policy_weight`` / ``value_weight``. The shared loop (LR schedule, logging, validation,
-checkpoints) is ``pipeline/train/loop.py``; this module supplies the batches and the loss.
+checkpoints) is ``pipeline/train/loop.py``; this module supplies the batches and the loss
+(``L_BT`` is ``pipeline/train/bradley_terry.py``'s; the pools, rank-group gaps and result it
+shares with ``kibitz train sscore-levels`` are ``pipeline/train/sscore_runs.py``'s).
 
 Data: ``--games DIR`` is a games table (``kibitz ingest``); train / validation / evaluation are
 the shared split of ``pipeline/core/data_split.py``. Validation (every epoch) reports the BT loss and
@@ -25,19 +27,17 @@ protocol runs on evaluation games (``pipeline/train/sscore_eval.py``) and goes i
 from __future__ import annotations
 
 import logging
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from pipeline.core import tracking
-from pipeline.nets.model_export import SSCORE_FORMAT, ExportedModel
+from pipeline.nets.formats import SSCORE_FORMAT
 from pipeline.nets.sscore_net import SScoreNet, SScoreNetConfig
+from pipeline.train.bradley_terry import bradley_terry_loss, ordered_pair_share
 from pipeline.train.device import module_device
-from pipeline.train.games import load_split_games, read_games
 from pipeline.train.loop import (
     StepOutput,
     TimeBudget,
@@ -51,22 +51,18 @@ from pipeline.train.loop import (
 )
 from pipeline.train.sscore_batches import (
     PositionPool,
-    build_pool,
     eligible_instances,
     net_inputs,
     sample_batch,
 )
-from pipeline.train.sscore_eval import (
-    SScoreEvaluation,
-    adjacent_gap_z,
-    evaluate_sscore,
-    group_means,
-    group_sems,
-    instance_scores,
+from pipeline.train.sscore_eval import evaluate_sscore, instance_scores
+from pipeline.train.sscore_runs import (
+    TrainResult,
+    evaluation_pools,
+    log_evaluation,
+    rank_gaps_of,
+    split_pools,
 )
-
-if TYPE_CHECKING:
-    from pipeline.train.sscore_levels import LevelsTrainConfig
 
 logger = logging.getLogger(__name__)
 
@@ -96,30 +92,6 @@ class SScoreTrainConfig(TrainSettings):
             self.game, self.blocks, self.channels, self.score_channels,
             policy_features=self.policy_features,
         )  # fmt: skip
-
-
-@dataclass
-class TrainResult:
-    """What a finished (or time-stopped) run produced."""
-
-    steps: int
-    train_seconds: float
-    positions_per_second: float
-    history: list[dict[str, float]]
-    evaluation: SScoreEvaluation | None = None
-    exported: ExportedModel | None = None
-    pools: dict[str, int] = field(default_factory=dict)
-
-
-def bradley_terry_loss(beta: torch.Tensor) -> torch.Tensor:
-    """Mean over groups and ranks of −log softmax(β_1..β_i)[i]; β: (G, R) weakest → strongest."""
-    return (torch.logcumsumexp(beta, dim=1) - beta).mean()
-
-
-def ordered_pair_share(beta: np.ndarray) -> float:
-    """Share of rank pairs i < j (within each group) with β_i < β_j; β: (G, R)."""
-    i, j = np.triu_indices(beta.shape[1], k=1)
-    return float((beta[:, i] < beta[:, j]).mean())
 
 
 def _step_losses(
@@ -188,73 +160,6 @@ def rank_gaps(net: SScoreNet, pool: PositionPool) -> dict[str, float]:
     smallest of them as ``val_min_gap_z``: the monotonicity the issue asks of held-out games,
     followed epoch by epoch (and a criterion for ``select_best``)."""
     return rank_gaps_of(instance_scores(net, pool), pool)
-
-
-def rank_gaps_of(scores: np.ndarray, pool: PositionPool) -> dict[str, float]:
-    """``rank_gaps`` from the pool's (I,) instance scores."""
-    groups = pool.instance_group.astype(np.int64)
-    num_groups = len(pool.rank_groups)
-    mean, _ = group_means(scores, groups, num_groups)
-    gaps = adjacent_gap_z(mean, group_sems(scores, groups, num_groups))  # (R-1,)
-    named = {f"val_gap_z_{g}": float(z) for g, z in zip(pool.rank_groups[1:], gaps, strict=True)}
-    return {"val_min_gap_z": float(gaps.min()), **named}
-
-
-def split_pools(
-    games_dir: Path, config: SScoreTrainConfig | LevelsTrainConfig
-) -> dict[str, PositionPool]:
-    """The training and validation pools of a run (``positions_per_instance`` moves each)."""
-    table = read_games(games_dir, config.game)
-    split = {"split_config": config.split_config(), "table": table}
-    pools = {}
-    for name, max_games, per_instance in (
-        ("train", config.max_train_games, config.positions_per_instance),
-        ("validation", config.max_validation_games, config.positions_per_instance),
-    ):
-        games = load_split_games(games_dir, config.game, name, max_games=max_games, **split)
-        t0 = time.perf_counter()
-        pools[name] = build_pool(
-            games,
-            config.game,
-            positions_per_instance=per_instance,
-            seed=config.seed,
-            komi=config.komi,
-        )
-        logger.info(
-            "%s pool: %d games, %d instances, %d positions (%.0f s)",
-            name, games.num_rows, pools[name].num_instances, len(pools[name]), time.perf_counter() - t0,
-        )  # fmt: skip
-    return pools
-
-
-def evaluation_pools(
-    games_dir: Path, config: SScoreTrainConfig | LevelsTrainConfig
-) -> tuple[PositionPool, PositionPool]:
-    """(reference pool: ``max_reference_games`` training games, evaluation pool: the evaluation
-    split or ``max_evaluation_games`` of it), ``evaluation_positions_per_instance`` moves each."""
-    table = read_games(games_dir, config.game)
-    split = {"split_config": config.split_config(), "table": table}
-    per = config.evaluation_positions_per_instance
-    ref_games = load_split_games(
-        games_dir, config.game, "train", max_games=config.max_reference_games, **split
-    )
-    eval_games = load_split_games(
-        games_dir, config.game, "evaluation", max_games=config.max_evaluation_games, **split
-    )
-    ref = build_pool(
-        ref_games, config.game, positions_per_instance=per, seed=config.seed + 2, komi=config.komi
-    )
-    ev = build_pool(
-        eval_games, config.game, positions_per_instance=per, seed=config.seed + 3, komi=config.komi
-    )
-    return ref, ev
-
-
-def log_evaluation(evaluation: SScoreEvaluation) -> None:
-    """Chen et al.'s accuracies and the Spearman correlation as metrics of the active run."""
-    tracking.log_metrics({f"eval_accuracy_n{n}": v for n, v in evaluation.accuracy.items()})
-    tracking.log_metrics({f"eval_accuracy_pm1_n{n}": v for n, v in evaluation.accuracy_pm1.items()})
-    tracking.log_metrics({"eval_spearman": evaluation.spearman})
 
 
 def train(

@@ -30,6 +30,7 @@ import torch
 
 from pipeline.chess_game import spec as chess_spec
 from pipeline.chess_game.encode import encode_games as encode_chess_games
+from pipeline.core.errors import KibitzError
 from pipeline.go_game import spec as go_spec
 from pipeline.go_game.encode import encode_games as encode_go_games
 from pipeline.go_game.rules import GoGameSpec
@@ -49,7 +50,7 @@ GO_DEFAULT_KOMI = 6.5
 ENCODE_CHUNK_POSITIONS = 16_384
 
 
-class PoolError(ValueError):
+class PoolError(KibitzError, ValueError):
     """Games that cannot make a pool (wrong game kind, no usable instances)."""
 
 

@@ -8,11 +8,12 @@ from one player instance; rank 0 is r∞, random other legal moves of real posit
 reference and evaluation pools are computed once (``pipeline/train/level_policies.py``) and cached
 under ``OUT/level-policies/``, so a run's time is the nets' one pass, then seconds of training.
 
-The rest is the shared machinery of ``kibitz train sscore``: the split of
-``pipeline/core/data_split.py``, validation every epoch (BT loss, ordered pairs, each rank group's gap
-to the one below in standard errors), checkpoints and ``--resume``, the time budget, MLflow, Chen
-et al.'s protocol on the evaluation split, export (the head's weights, the levels' names and
-sha256, and the head as ONNX) and the model card.
+The rest is the machinery it shares with ``kibitz train sscore``
+(``pipeline/train/sscore_runs.py``, ``pipeline/train/bradley_terry.py``,
+``pipeline/train/loop.py``): the split of ``pipeline/core/data_split.py``, validation every epoch
+(BT loss, ordered pairs, each rank group's gap to the one below in standard errors), checkpoints
+and ``--resume``, the time budget, MLflow, Chen et al.'s protocol on the evaluation split, export
+(the head's weights, the levels' names and sha256, and the head as ONNX) and the model card.
 
     kibitz train sscore-levels chess --games kibitz-out/games-chess --out kibitz-out/sscore-levels
     kibitz train sscore-levels go --games kibitz-out/games-go --out kibitz-out/sscore-go-levels
@@ -28,16 +29,18 @@ import numpy as np
 import torch
 
 from pipeline.core import tracking
+from pipeline.nets.formats import LEVELS_FORMAT
+from pipeline.nets.loading import load_net
 from pipeline.nets.sscore_levels import (
     DEFAULT_LEVELS,
     DEFAULT_SOFTMAX,
-    LEVELS_FORMAT,
     LevelsHead,
     LevelsHeadConfig,
     level_nets,
     level_sha256,
     levels_sscore,
 )
+from pipeline.train.bradley_terry import bradley_terry_loss, ordered_pair_share
 from pipeline.train.device import module_device
 from pipeline.train.level_policies import LevelPolicies, cached_level_policies
 from pipeline.train.loop import (
@@ -51,15 +54,6 @@ from pipeline.train.loop import (
     run_record,
     start_run,
 )
-from pipeline.train.sscore import (
-    TrainResult,
-    bradley_terry_loss,
-    evaluation_pools,
-    log_evaluation,
-    ordered_pair_share,
-    rank_gaps_of,
-    split_pools,
-)
 from pipeline.train.sscore_batches import (
     PositionPool,
     eligible_instances,
@@ -67,6 +61,13 @@ from pipeline.train.sscore_batches import (
     sample_batch,
 )
 from pipeline.train.sscore_eval import evaluate_instance_scores, instance_means
+from pipeline.train.sscore_runs import (
+    TrainResult,
+    evaluation_pools,
+    log_evaluation,
+    rank_gaps_of,
+    split_pools,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -191,7 +192,7 @@ def train(
     )
     device = module_device(head)
     level_sha = level_sha256(config.levels)
-    model = levels_sscore(config.game, level_nets(head_config), head).to(device)
+    model = levels_sscore(config.game, level_nets(head_config, load=load_net), head).to(device)
 
     policies_record: dict[str, dict[str, float | int | None]] = {}
 

@@ -4,7 +4,7 @@
 -- Grain: one row per player per game kind and source (key: game, source, player; unique and
 -- not null; instances without a player name are left out).
 --
--- Reads the relation `player_instance_features` (sql/marts/player_instance_features.sql).
+-- Reads the model `player_instance_features` (sql/marts/player_instance_features.sql).
 -- Feature columns are the instance columns ending in _k25 / _k50 / _all, found by COLUMNS('…'):
 -- a new net's columns appear here without an edit. moves_<k> become moves per game.
 -- Keep in sync with sql/marts/player_instance_features.sql.

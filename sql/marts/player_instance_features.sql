@@ -2,9 +2,7 @@
 -- Kuboki et al. (2025) and the difficulty-corrected losses of the thesis on position difficulty.
 -- Grain: one row per player per game (key: game_id, colour; unique and not null).
 --
--- Reads the relation `features`, a view over the per-move features Parquet:
---   create view features as
---   select * from read_parquet('DIR/**/*.parquet', hive_partitioning = true);
+-- Reads the model `stg_moves` (sql/staging/stg_moves.sql: the per-move features table).
 -- Parameters, DuckDB variables (the defaults below apply when they are unset):
 --   set variable alpha = 0.1;   -- α in (6.1)–(6.3): keeps easy positions (E ≈ 0) from dividing by 0
 --   set variable gamma = 1.0;   -- γ in (6.3), (6.4): weight of the difficulty correction
@@ -24,8 +22,12 @@
 --                             loss and E are floored at 0 here: a negative value is search noise
 --                             (a move cannot beat best play) and would make E + α ≤ 0 possible
 --   moves_<k>, moves_with_loss_<k>
--- Every imitation / strength net's columns appear through COLUMNS('…') star expressions: adding
--- a net to the extraction config needs no edit here.
+-- Every imitation / strength net's columns appear through COLUMNS(…) star expressions: adding
+-- a net to the extraction config needs no edit here. Their patterns are template calls that
+-- pipeline/core/catalog.py (render_sql) fills in from pipeline/core/features_schema.py, the one
+-- place the <family>_<net> column names are made: net_columns('top1', …) matches the columns of
+-- those families ('^(top1|…)_.+$'), net_column('logprior') captures the net as \1
+-- ('^logprior_(.+)$'); `kibitz aggregate --sql player_instance_features` prints the result.
 -- Keep in sync with pipeline/core/features_schema.py (the input) and pipeline/meta/aggregate.py
 -- (AggregateConfig: the α, γ defaults; FEATURE_SUFFIXES).
 
@@ -59,8 +61,8 @@ moves as (
         case when loss is not null then greatest(loss, 0) end::double as loss_floored,
         case when expected_loss is not null then greatest(expected_loss, 0) end::double
             as expected_loss_floored,
-        columns('^(logprior|top1|sscore)_.+$')
-    from features
+        columns({{ net_columns('logprior', 'top1', 'sscore') }})
+    from stg_moves
 
 ),
 
@@ -92,11 +94,11 @@ first_25 as (
     select
         game_id,
         colour,
-        exp(avg(columns('^logprior_(.+)$'))) as "prior_\1_geomean_k25",
-        avg(columns('^top1_(.+)$')::double) as "top1_\1_rate_k25",
-        avg(columns('^(loss|sscore_.+)$')) as "\1_mean_k25",
-        median(columns('^(loss|sscore_.+)$')) as "\1_median_k25",
-        stddev_pop(columns('^(loss|sscore_.+)$')) as "\1_std_k25",
+        exp(avg(columns({{ net_column('logprior') }}))) as "prior_\1_geomean_k25",
+        avg(columns({{ net_column('top1') }})::double) as "top1_\1_rate_k25",
+        avg(columns({{ net_columns('sscore', also=['loss']) }})) as "\1_mean_k25",
+        median(columns({{ net_columns('sscore', also=['loss']) }})) as "\1_median_k25",
+        stddev_pop(columns({{ net_columns('sscore', also=['loss']) }})) as "\1_std_k25",
         avg(columns('^(loss_c6[1-4])$')) as "\1_mean_k25",
         count(*) as moves_k25,
         count(loss) as moves_with_loss_k25
@@ -111,11 +113,11 @@ first_50 as (
     select
         game_id,
         colour,
-        exp(avg(columns('^logprior_(.+)$'))) as "prior_\1_geomean_k50",
-        avg(columns('^top1_(.+)$')::double) as "top1_\1_rate_k50",
-        avg(columns('^(loss|sscore_.+)$')) as "\1_mean_k50",
-        median(columns('^(loss|sscore_.+)$')) as "\1_median_k50",
-        stddev_pop(columns('^(loss|sscore_.+)$')) as "\1_std_k50",
+        exp(avg(columns({{ net_column('logprior') }}))) as "prior_\1_geomean_k50",
+        avg(columns({{ net_column('top1') }})::double) as "top1_\1_rate_k50",
+        avg(columns({{ net_columns('sscore', also=['loss']) }})) as "\1_mean_k50",
+        median(columns({{ net_columns('sscore', also=['loss']) }})) as "\1_median_k50",
+        stddev_pop(columns({{ net_columns('sscore', also=['loss']) }})) as "\1_std_k50",
         avg(columns('^(loss_c6[1-4])$')) as "\1_mean_k50",
         count(*) as moves_k50,
         count(loss) as moves_with_loss_k50
@@ -139,11 +141,11 @@ every_move as (
         any_value(rank) as rank,
         any_value(rank_num) as rank_num,
         any_value(rank_group) as rank_group,
-        exp(avg(columns('^logprior_(.+)$'))) as "prior_\1_geomean_all",
-        avg(columns('^top1_(.+)$')::double) as "top1_\1_rate_all",
-        avg(columns('^(loss|sscore_.+)$')) as "\1_mean_all",
-        median(columns('^(loss|sscore_.+)$')) as "\1_median_all",
-        stddev_pop(columns('^(loss|sscore_.+)$')) as "\1_std_all",
+        exp(avg(columns({{ net_column('logprior') }}))) as "prior_\1_geomean_all",
+        avg(columns({{ net_column('top1') }})::double) as "top1_\1_rate_all",
+        avg(columns({{ net_columns('sscore', also=['loss']) }})) as "\1_mean_all",
+        median(columns({{ net_columns('sscore', also=['loss']) }})) as "\1_median_all",
+        stddev_pop(columns({{ net_columns('sscore', also=['loss']) }})) as "\1_std_all",
         avg(columns('^(loss_c6[1-4])$')) as "\1_mean_all",
         count(*) as moves_all,
         count(loss) as moves_with_loss_all

@@ -2,7 +2,7 @@
 -- the meta-models predict (0 = weakest).
 -- Grain: one row per rank group per game kind (key: game, rank_group; unique and not null).
 --
--- Reads the relation `player_instance_features`. Strength is the mean rating (chess) or the
+-- Reads the model `player_instance_features`. Strength is the mean rating (chess) or the
 -- mean numeric rank (Go, games_schema's scale: 1k = 0, n k = 1 − n, n d = n) of the group's
 -- instances, so "3-5k" sorts below "1-2k" below "1d" without a hand-written list.
 

@@ -2,7 +2,7 @@
 -- mover's move number, per rank group.
 -- Grain: one row per game kind, rank group and move number (key: game, rank_group, move_number).
 --
--- Reads the relation `features` (the per-move features view, see player_instance_features.sql).
+-- Reads the model `stg_moves` (sql/staging/stg_moves.sql: the per-move features table).
 -- Parameter: set variable max_move_number = 80; (default 80: later moves are few and noisy).
 
 with
@@ -10,7 +10,7 @@ with
 moves as (
 
     select game, rank_group, move_number, loss
-    from features
+    from stg_moves
     where rank_group is not null
         and loss is not null
         and move_number <= coalesce(getvariable('max_move_number'), 80)

@@ -2,7 +2,7 @@
 -- each rank group: mean over player instances of the geometric mean of the played move's prior.
 -- Grain: one row per game kind, rank group and imitation net (key: game, rank_group, net).
 --
--- Reads the relation `player_instance_features` (sql/marts/player_instance_features.sql); its
+-- Reads the model `player_instance_features` (sql/marts/player_instance_features.sql); its
 -- prior_<net>_geomean_all columns are unpivoted, so every configured net appears.
 -- ci95 is the half-width of a normal 95 % interval of the mean (1.96 · sd / √instances).
 

@@ -1,9 +1,10 @@
 -- stg_games: the games table as DuckDB users query it.
 -- Grain: one row per game (key: game_id, unique and not null).
--- Reads the relation `games`, a view over the ingested Parquet folder:
+-- Reads the source `games`, a view over the ingested Parquet folder:
 --   create view games as
 --   select * from read_parquet('DIR/**/*.parquet', hive_partitioning = true);
--- (`DIR/_quarantine/...` holds unreadable games; exclude it with a glob on game=*/ if needed.)
+-- (*.parquet leaves out DIR/_quarantine/*.pq, the unreadable games.) The catalog's <kind>_games
+-- views are this model over DIR/game=<kind>/ (pipeline/core/catalog.py).
 -- Keep in sync with pipeline/core/games_schema.py (GAMES_SCHEMA); tests/test_ingest_chess.py checks.
 
 with

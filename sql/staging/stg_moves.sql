@@ -1,11 +1,14 @@
 -- stg_moves: the per-move features table as DuckDB users query it.
 -- Grain: one row per move played (key: game_id, ply; unique and not null).
--- Reads the relation `features`, a view over the extracted Parquet folder:
+-- Reads the source `features`, a view over the extracted Parquet folder:
 --   create view features as
---   select * from read_parquet('DIR/game=*/**/*.parquet', hive_partitioning = true);
--- (the game=* glob leaves out DIR/_quarantine/, the games extraction could not evaluate.)
+--   select * from read_parquet('DIR/**/*.parquet', hive_partitioning = true);
+-- (*.parquet leaves out DIR/_quarantine/*.pq, the games extraction could not evaluate.)
+-- Every mart reads the moves through this model; the catalog's <kind>_features views are it.
 -- Net columns (prior_<net>, logprior_<net>, top1_<net>, sscore_<net>) pass through unchanged
--- with COLUMNS patterns, so a net added to the extraction config needs no edit here.
+-- with a COLUMNS pattern, so a net added to the extraction config needs no edit here. The
+-- pattern is a template call that pipeline/core/catalog.py (render_sql) fills in from
+-- pipeline/core/features_schema.py; `kibitz aggregate --sql stg_moves` prints the filled-in text.
 -- Keep in sync with pipeline/core/features_schema.py; tests/test_extract_chess.py reads it.
 
 with
@@ -49,7 +52,7 @@ renamed as (
         clock_s,  -- the mover's clock after the move, seconds
 
         -- one column set per configured net
-        columns('^(prior|logprior|top1|sscore)_.*')
+        columns({{ net_columns('prior', 'logprior', 'top1', 'sscore') }})
 
     from source
 

@@ -1,0 +1,108 @@
+"""Go as a game kind (:data:`GO`): Fox SGF, KataGo nets, values and expected loss from a net.
+
+Wires the Go implementations of each stage (``pipeline.ingest.sgf``, ``pipeline.extract.go``,
+``pipeline.nets.check_go``) behind the interfaces the generic code calls
+(``pipeline.kinds.GameKind``). Every implementation is imported inside the method that needs it:
+``pipeline.extract.go`` loads Go's numba board code, which a chess run should not pay for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from pipeline.extract.child_positions import ChildPositions, ChildValues
+    from pipeline.extract.config import ExtractConfig
+    from pipeline.extract.steps import NetStep
+    from pipeline.ingest.chunks import ChunkResult
+    from pipeline.ingest.work import WorkItem
+    from pipeline.nets.move_matching import MoveMatchResult
+    from pipeline.nets.stockfish import StockfishSettings
+
+
+class SgfReader:
+    """Go ingestion (``pipeline.ingest.work.ChunkReader``).
+
+    Fox inputs (files, collections, folders, 7z archives) are planned up front
+    (``pipeline.ingest.sgf.plan_chunks``) and each task reads its own slice of the files.
+    """
+
+    def work_items(self, sources: Sequence[str], *, games_per_chunk: int) -> Iterator[WorkItem]:
+        from pipeline.ingest import sgf
+        from pipeline.ingest.work import WorkItem
+
+        paths = [Path(p) for p in sources]
+        for chunk in sgf.plan_chunks(paths, games_per_chunk=games_per_chunk):
+            yield WorkItem(chunk)
+
+    def read_chunk(self, item: WorkItem) -> ChunkResult:
+        from pipeline.ingest import sgf
+
+        return sgf.read_chunk(item.chunk)
+
+
+class GoExtraction:
+    """Go extraction (``pipeline.extract.steps.Extraction``): ``pipeline.extract.go``."""
+
+    def encode(self, config: ExtractConfig, games: pa.Table) -> Any:
+        from pipeline.extract.go import encode_go
+
+        return encode_go(games, config)
+
+    def net_step(self, config: ExtractConfig, *, device: str | None = None) -> NetStep:
+        from pipeline.extract.go import GoNetStep
+
+        return GoNetStep(config, device=device)
+
+    def needs_children(self, config: ExtractConfig) -> bool:
+        """Expected loss values the positions after the likely moves."""
+        return config.expected_loss.net is not None
+
+    def encode_children(self, work: Any, nets: Any, states: Any) -> ChildPositions:
+        from pipeline.extract.go import encode_go_children
+
+        return encode_go_children(work, nets, states)
+
+    def features(
+        self,
+        config: ExtractConfig,
+        work: Any,
+        nets: Any,
+        values: list,
+        kids: ChildValues | None,
+    ) -> pa.Table:
+        """Go has no engine values (``values`` is always empty): the value net's are in ``nets``."""
+        from pipeline.extract.go import assemble_go
+
+        return assemble_go(config, work, nets, kids)
+
+    def engine(self, config: ExtractConfig) -> StockfishSettings | None:
+        """None: a net values Go positions (the config refuses any other evaluator)."""
+        return None
+
+    def engine_values(self, config: ExtractConfig, work: Any, nets: Any) -> list:
+        return []
+
+
+class GoKind:
+    """Go: the ``game=go`` partition, SGF games, KataGo-format nets."""
+
+    name = "go"
+    games_format = "sgf"
+    reader = SgfReader()
+    extraction = GoExtraction()
+
+    def check_net(self, net: str, games: str | Path, **options: Any) -> MoveMatchResult:
+        from pipeline.nets.check_go import check_net
+
+        return check_net(net, games, **options)
+
+    def __repr__(self) -> str:
+        return "GO"
+
+
+GO = GoKind()

@@ -1,0 +1,104 @@
+"""The game kinds (``pipeline.kinds``): one object per game that the stages dispatch to.
+
+Each kind's reader reads real games of the shared data, an unknown game is refused with the
+known ones named, each kind's extraction answers the kind-specific questions the way the
+presets need, and importing the kinds loads neither kind's heavy modules.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.core import settings
+from pipeline.core.games_schema import GAMES_SCHEMA, UnknownGameError
+from pipeline.extract.chess import ChessWork
+from pipeline.extract.config import config_from_dict, preset
+from pipeline.ingest.work import WorkItem
+from pipeline.kinds import CHESS, GO, KINDS, game_kind
+
+CHESS_GAMES = (
+    settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "testing" / "1000-1200.pgn.zst"
+)
+GO_GAMES = settings.data_dir() / "go" / "fox-selected" / "testing" / "1-2k.sgf"
+PER_CHUNK = 3
+
+
+def test_game_kind_finds_each_kind_by_name() -> None:
+    assert game_kind("chess") is CHESS and game_kind("go") is GO
+    assert sorted(KINDS) == ["chess", "go"]
+    assert [(k.name, k.games_format) for k in KINDS.values()] == [("chess", "pgn"), ("go", "sgf")]
+
+
+def test_unknown_game_names_the_known_ones() -> None:
+    with pytest.raises(UnknownGameError, match=r"unknown game 'shogi'; known games: chess, go"):
+        game_kind("shogi")
+    assert issubclass(UnknownGameError, ValueError)
+
+
+@pytest.mark.parametrize(("name", "path"), [("chess", CHESS_GAMES), ("go", GO_GAMES)])
+def test_reader_reads_real_games(name: str, path: Path) -> None:
+    reader = game_kind(name).reader
+    item = next(iter(reader.work_items([str(path)], games_per_chunk=PER_CHUNK)))
+    assert item.chunk.game == name and item.chunk.source_file == str(path)
+    assert (item.data is not None) == (name == "chess")  # chess pieces carry their bytes
+    result = reader.read_chunk(item)
+    assert result.games_read == PER_CHUNK and result.games.num_rows >= 1
+    assert result.games.schema.equals(GAMES_SCHEMA)
+    assert set(result.games["game"].to_pylist()) == {name}
+    assert all(len(moves) > 10 for moves in result.games["moves"].to_pylist())
+    # Without its bytes an item is read again from its file, to the same games.
+    again = reader.read_chunk(WorkItem(item.chunk))
+    assert again.games["game_id"].equals(result.games["game_id"])
+
+
+def test_extraction_answers_for_the_presets() -> None:
+    chess = preset("chess")  # Stockfish values, expected loss over Maia's likely moves
+    assert CHESS.extraction.needs_children(chess) is False
+    engine = CHESS.extraction.engine(chess)
+    assert engine is not None and (engine.nodes, engine.hash_mb) == (
+        chess.value.nodes,
+        chess.value.hash_mb,
+    )
+    value_net = config_from_dict(
+        chess.to_dict() | {"value": {"evaluator": "net", "model": "maia-1900"}}
+    )
+    assert CHESS.extraction.needs_children(value_net) is True
+    assert CHESS.extraction.engine(value_net) is None
+    assert CHESS.extraction.engine_values(value_net, None, None) == []
+
+    go = preset("go")  # KataGo's value; expected loss off
+    assert GO.extraction.needs_children(go) is False
+    assert GO.extraction.engine(go) is None and GO.extraction.engine_values(go, None, None) == []
+    with_loss = config_from_dict(
+        go.to_dict() | {"expected_loss": go.to_dict()["expected_loss"] | {"net": "katago-g170"}}
+    )
+    assert GO.extraction.needs_children(with_loss) is True
+
+
+def test_chess_extraction_encodes_real_games() -> None:
+    reader = CHESS.reader
+    item = next(iter(reader.work_items([str(CHESS_GAMES)], games_per_chunk=PER_CHUNK)))
+    games = reader.read_chunk(item).games
+    work = CHESS.extraction.encode(preset("chess"), games)
+    assert isinstance(work, ChessWork)
+    plies = sum(len(m) for m in games["moves"].to_pylist())
+    assert len(work.positions) == plies and not work.failed
+
+
+def test_importing_the_kinds_loads_no_kind_implementation() -> None:
+    """A chess run pays nothing for Go's board code, and ``kibitz ingest`` nothing for torch."""
+    code = (
+        "import sys, pipeline.kinds; "
+        "heavy = [m for m in ('torch', 'numba', 'pipeline.extract.go', 'pipeline.extract.chess',"
+        " 'pipeline.ingest.pgn', 'pipeline.ingest.sgf', 'pipeline.go_game.encode') "
+        "if m in sys.modules]; "
+        "print(heavy)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"
