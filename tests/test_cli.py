@@ -144,3 +144,32 @@ def _run_parser():
     subparsers = argparse.ArgumentParser().add_subparsers()
     cli_run.register(subparsers)
     return subparsers.choices["run"]
+
+
+def test_extract_of_only_quarantined_games_fails(tmp_path):
+    """One real Lichess game whose sixth move is made illegal: extraction quarantines it and
+    the command exits 1 naming the quarantine, instead of 0 over an empty features table."""
+    import pyarrow as pa
+
+    from pipeline.core.chunk_store import ChunkStore
+    from pipeline.core.games_schema import PARTITION_COLUMNS
+    from pipeline.ingest.pgn import plan_chunks, read_chunk
+
+    split = settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "candidating"
+    chunk = plan_chunks([split / "1000-1200.pgn.zst"], games_per_chunk=1)[0]
+    games = read_chunk(chunk).games.slice(0, 1)
+    field = games.schema.field("moves")
+    bad = pa.array([[*games["moves"][0].as_py()[:5], "e1e8"]], field.type)
+    games = games.set_column(games.schema.get_field_index("moves"), field, bad)
+    root = tmp_path / "games"
+    ChunkStore(root, PARTITION_COLUMNS).commit(chunk.chunk_id, {"": games}, {})
+    out = tmp_path / "features"
+    done = _kibitz(
+        "extract", "chess", "--games", str(root), "--out", str(out), "--num-cpus", "1",
+        "--no-progress", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == (
+        f"kibitz extract: every game of {str(root)!r} was quarantined (1; reasons in "
+        f"{str(out / '_quarantine')!r})"
+    )

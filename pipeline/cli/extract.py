@@ -3,6 +3,7 @@
     kibitz extract chess --games kibitz-out/games --out kibitz-out/features
     kibitz extract go --games kibitz-out/games --out kibitz-out/features-go --backend onnx
 
+Exit status 1 when every game was quarantined (the reasons are in ``OUT/_quarantine``).
 See docs/extract.md for the output schema and figures.
 """
 
@@ -13,7 +14,13 @@ import json
 from pathlib import Path
 
 from pipeline.core import settings
+from pipeline.core.errors import KibitzError
 from pipeline.extract.config import BACKENDS, load_config, preset
+
+
+class NothingExtractedError(KibitzError, ValueError):
+    """A run in which every game was quarantined: exit 1, like ``kibitz ingest`` with no
+    readable game, so that a script never goes on to aggregate an empty features table."""
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -45,6 +52,11 @@ def _run(args: argparse.Namespace) -> int:
     )
     if args.json:
         print(json.dumps(summary, indent=1))
+    if summary["games"] and summary["games"] == summary["quarantined_games"]:
+        raise NothingExtractedError(
+            f"every game of {args.games!r} was quarantined ({summary['quarantined_games']}; "
+            f"reasons in {str(Path(args.out) / '_quarantine')!r})"
+        )
     return 0
 
 
