@@ -13,6 +13,7 @@ Instances (one player's moves in one game):
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import duckdb
@@ -22,7 +23,12 @@ import pytest
 from synthetic_features import write_features
 
 from pipeline.core import catalog
-from pipeline.core.features_schema import features_schema
+from pipeline.core.features_schema import (
+    feature_column,
+    features_schema,
+    instance_column,
+    net_columns_regex,
+)
 from pipeline.meta.aggregate import (
     AggregateConfig,
     build_marts,
@@ -300,3 +306,24 @@ def test_staging_changes_no_figure(aggregates: Path):
     for name in ("player_instance_features", "loss_by_move_number"):
         old = con.sql(catalog.bind_sql(models[name].sql, direct)).df()
         pd.testing.assert_frame_equal(con.sql(f"from {name}").df(), old, check_exact=True)
+
+
+def test_one_rule_names_every_net_column():
+    """Extraction's schema, the SQL's patterns and the marts' names all come from
+    ``feature_column``: hand-computed for Maia-1100 and the chess s-score net."""
+    names = features_schema(["maia-1100"], ["kibitz-sscore-chess"]).names
+    assert names[-4:] == [
+        "prior_maia_1100",
+        "logprior_maia_1100",
+        "top1_maia_1100",
+        "sscore_kibitz_sscore_chess",
+    ]
+    assert feature_column("sscore", "kibitz-sscore-chess") == "sscore_kibitz_sscore_chess"
+    assert instance_column("prior", "maia-1100", "geomean") == "prior_maia_1100_geomean_all"
+    assert instance_column("sscore", "kibitz_sscore_chess", "std", "k25") == (
+        "sscore_kibitz_sscore_chess_std_k25"
+    )
+    pattern = re.compile(net_columns_regex())
+    assert [n for n in names if pattern.match(n)] == names[-4:]
+    with pytest.raises(ValueError, match="unknown column family"):
+        feature_column("elo", "maia-1100")

@@ -90,6 +90,13 @@ def feature_column(family: str, net_name: str) -> str:
     return f"{family}_{column_slug(net_name)}"
 
 
+def instance_column(family: str, net_name: str, statistic: str, cut: str = "all") -> str:
+    """A column of ``sql/marts/player_instance_features.sql`` summarising one net's feature
+    column: ``("prior", "maia-1100", "geomean")`` → ``"prior_maia_1100_geomean_all"`` (``cut``:
+    ``k25``, ``k50`` or ``all``, the moves it covers)."""
+    return f"{feature_column(family, net_name)}_{statistic}_{cut}"
+
+
 def net_columns_regex(families: tuple[str, ...] = tuple(NET_COLUMN_FAMILIES)) -> str:
     """A regex matching every column of these families, whatever the net: what the SQL's
     ``COLUMNS('…')`` star expressions select, so a net added to a config needs no SQL edit."""

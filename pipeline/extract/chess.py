@@ -61,7 +61,7 @@ from pipeline.chess_game.encode import (
 )
 from pipeline.chess_game.policy import legal_move_entries
 from pipeline.chess_game.spec import POLICY_SIZE, unpack_move
-from pipeline.core.features_schema import column_slug
+from pipeline.core.features_schema import feature_column
 from pipeline.extract.child_positions import (
     ChildPositions,
     ChildValues,
@@ -437,10 +437,9 @@ def assemble_chess(
         columns["expected_loss"] = np.full(n, np.nan, np.float32)
         columns["expected_loss_moves"] = pa.nulls(n, pa.int16())
     for net in config.imitation_nets:
-        s = column_slug(net.name)
-        columns[f"prior_{s}"] = nets.prior[net.name]
-        columns[f"logprior_{s}"] = nets.logprior[net.name]
-        columns[f"top1_{s}"] = nets.top1[net.name]
+        columns[feature_column("prior", net.name)] = nets.prior[net.name]
+        columns[feature_column("logprior", net.name)] = nets.logprior[net.name]
+        columns[feature_column("top1", net.name)] = nets.top1[net.name]
     for net in config.strength_nets:
-        columns[f"sscore_{column_slug(net.name)}"] = nets.sscore[net.name]
+        columns[feature_column("sscore", net.name)] = nets.sscore[net.name]
     return build_table(config.schema(), columns)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from pipeline.core.features_schema import column_slug
+from pipeline.core.features_schema import feature_column
 from pipeline.extract.child_positions import (
     ChildPositions,
     ChildValues,
@@ -362,10 +362,9 @@ def assemble_go(
         columns["expected_loss"] = np.full(len(moves), np.nan, np.float32)
         columns["expected_loss_moves"] = pa.nulls(len(moves), pa.int16())
     for net in config.imitation_nets:
-        s = column_slug(net.name)
-        columns[f"prior_{s}"] = nets.prior[net.name]
-        columns[f"logprior_{s}"] = nets.logprior[net.name]
-        columns[f"top1_{s}"] = nets.top1[net.name]
+        columns[feature_column("prior", net.name)] = nets.prior[net.name]
+        columns[feature_column("logprior", net.name)] = nets.logprior[net.name]
+        columns[feature_column("top1", net.name)] = nets.top1[net.name]
     for net in config.strength_nets:
-        columns[f"sscore_{column_slug(net.name)}"] = nets.sscore[net.name]
+        columns[feature_column("sscore", net.name)] = nets.sscore[net.name]
     return build_table(config.schema(), columns)

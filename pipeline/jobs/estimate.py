@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.core.errors import KibitzError
-from pipeline.core.features_schema import PARTITION_COLUMNS
+from pipeline.core.features_schema import PARTITION_COLUMNS, instance_column
 from pipeline.extract.config import ExtractConfig, config_from_dict, preset
 from pipeline.kinds import game_kind
 from pipeline.meta.aggregate import (
@@ -192,7 +192,7 @@ def draw_report(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a net with no value stays NaN
         mine = {
-            n: float(np.nanmean(instances[f"prior_{n}_geomean_all"].to_numpy(zero_copy_only=False)))
+            n: float(np.nanmean(instances[instance_column("prior", n, "geomean")].to_numpy(zero_copy_only=False)))
             for n in nets
         }
     trained = Path(models.manifest.get("aggregates_dir", ""))

@@ -47,7 +47,7 @@ from pipeline.core.data_split import (
     assign_splits,
 )
 from pipeline.core.errors import KibitzError
-from pipeline.core.features_schema import column_slug
+from pipeline.core.features_schema import column_slug, instance_column
 from pipeline.meta.aggregate import feature_columns
 from pipeline.meta.samples import Samples, player_samples, rank_group_samples
 
@@ -415,7 +415,7 @@ def evaluate_chen(
     sampling: str,
     n: int,
 ) -> Evaluation:
-    sscore = samples.features[:, columns.index(f"sscore_{net}_mean_all")]
+    sscore = samples.features[:, columns.index(instance_column("sscore", net, "mean"))]
     predicted = chen_predict(sscore, group_means)
     return Evaluation(
         f"{CHEN_PREFIX}{net}",
