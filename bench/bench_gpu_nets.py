@@ -48,6 +48,7 @@ from lc0_reference import lc0_reference
 from pipeline.chess_game.encode import encode_games
 from pipeline.chess_game.policy import legal_move_entries, policy_over_legal
 from pipeline.core import settings
+from pipeline.core.packed_planes import pack_planes
 from pipeline.extract.config import load_config
 from pipeline.extract.go import GoNetStep, encode_go
 from pipeline.ingest.sgf import plan_chunks, read_chunk
@@ -56,7 +57,6 @@ from pipeline.nets.katago_net import load_katago_net
 from pipeline.nets.katago_outputs import policy_probabilities
 from pipeline.nets.loading import load_net
 from pipeline.nets.net_bank import Gather, NetBank, NetJob, OneHot
-from pipeline.nets.packed_planes import pack_planes
 from pipeline.nets.policy_stats import PolicyStats
 
 KATAGO_MODEL = "katago/g170-b6c96-s175395328-d26788732.bin.gz"

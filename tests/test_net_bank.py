@@ -15,9 +15,9 @@ from lc0_reference import lc0_reference
 from pipeline.chess_game.encode import encode_games
 from pipeline.chess_game.policy import legal_move_entries, policy_over_legal
 from pipeline.core import settings
+from pipeline.core.packed_planes import concat_packed, pack_planes
 from pipeline.nets.check_chess import read_games
 from pipeline.nets.net_bank import Gather, NetBank, NetJob, unpack_on_device
-from pipeline.nets.packed_planes import concat_packed, pack_planes
 from pipeline.nets.policy_stats import PolicyStats, policy_stats
 
 STATS = ("prior", "logprior", "top1", "likely_index", "likely_prior")

@@ -62,6 +62,7 @@ from pipeline.chess_game.spec import (
     ROOK,
     unpack_move,
 )
+from pipeline.core.packed_planes import PackedPlanes
 
 # ---------------------------------------------------------------------------------------------
 # Constants and lookup tables (numpy at import; numba bakes them into the compiled kernels).
@@ -84,6 +85,17 @@ _ERROR_REASONS = {ERROR_UNPARSEABLE: "not a UCI move", ERROR_ILLEGAL: "illegal m
 _WK, _WQ, _BK, _BQ = 1, 2, 4, 8
 
 _U1 = np.uint64(1)
+_U255 = np.uint64(255)
+# Bit-packed output (``encode_games(..., packed=True)``, ``encode_after(..., packed=True)``): the
+# layout ``pack_planes`` gives a chunk whose rule-50 counts are not all 0 / 1, written straight
+# from the bitboards: every channel but the rule-50 count as 8 bytes (rank r of the mover's view
+# in byte r, file a in the high bit), the count as float32.
+PACKED_BINARY_CHANNELS = np.array(
+    [c for c in range(NUM_PLANES) if c != PLANE_RULE50], dtype=np.int32
+)
+PACKED_FLOAT_CHANNELS = np.array([PLANE_RULE50], dtype=np.int32)
+PACKED_BYTES = 8 * len(PACKED_BINARY_CHANNELS)  # 888 a position
+_BYTE_REVERSE = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.uint8)
 _U0 = np.uint64(0)
 
 
@@ -481,6 +493,59 @@ def _write_planes(planes, row, ply, hist_pieces, hist_colours, hist_castle, hist
     out[PLANE_ONES, :] = 1.0
 
 
+@njit(cache=True, inline="always")
+def _put_plane(out, channel, b, flip):
+    """Bitboard ``b`` as channel ``channel``'s 8 packed bytes of ``out`` (PACKED_BYTES,),
+    ranks mirrored when ``flip`` (Black to move): ``_write_planes``'s plane, bit-packed."""
+    at = 8 * (channel if channel < PLANE_RULE50 else channel - 1)
+    for r in range(8):
+        byte = _BYTE_REVERSE[np.int64((b >> np.uint64(8 * r)) & _U255)]
+        out[at + (7 - r if flip else r)] = byte
+
+
+@njit(cache=True, inline="always")
+def _fill_plane(out, channel):
+    at = 8 * (channel if channel < PLANE_RULE50 else channel - 1)
+    out[at : at + 8] = 255
+
+
+@njit(cache=True)
+def _write_packed(bits, floats, row, ply, hist_pieces, hist_colours, hist_castle, hist_rule50,
+                  hist_reps):  # fmt: skip
+    """``_write_planes`` straight into the packed layout: ``bits[row]`` (PACKED_BYTES,) and the
+    rule-50 count into ``floats[row]`` (1, 64); ``pack_planes`` of its planes unpacks the same."""
+    out = bits[row]
+    out[:] = 0
+    stm = ply & 1
+    flip = stm == 1
+    for k in range(HISTORY_STEPS):
+        j = ply - k
+        if j < 0:  # history-fill=fen_only: nothing before the start position
+            break
+        base = k * PLANES_PER_STEP
+        ours = hist_colours[j, stm]
+        theirs = hist_colours[j, 1 - stm]
+        for t in range(6):
+            _put_plane(out, base + t, hist_pieces[j, t] & ours, flip)
+            _put_plane(out, base + 6 + t, hist_pieces[j, t] & theirs, flip)
+        if hist_reps[j] >= 1:
+            _fill_plane(out, base + REPETITION_PLANE)
+    castle = hist_castle[ply]
+    our_k, our_q, their_k, their_q = (_BK, _BQ, _WK, _WQ) if stm else (_WK, _WQ, _BK, _BQ)
+    if castle & our_q:
+        _fill_plane(out, PLANE_OUR_QUEENSIDE)
+    if castle & our_k:
+        _fill_plane(out, PLANE_OUR_KINGSIDE)
+    if castle & their_q:
+        _fill_plane(out, PLANE_THEIR_QUEENSIDE)
+    if castle & their_k:
+        _fill_plane(out, PLANE_THEIR_KINGSIDE)
+    if stm:
+        _fill_plane(out, PLANE_BLACK_TO_MOVE)
+    floats[row, 0, :] = np.float32(hist_rule50[ply])
+    _fill_plane(out, PLANE_ONES)
+
+
 @njit(cache=True)
 def _parse_uci(data, str_offsets, src, dst, promo):
     """Parse every UCI string into squares and a promotion code; src = -1 where malformed."""
@@ -523,6 +588,9 @@ def _encode_kernel(
     move_promo,
     game_offsets,
     planes,
+    bits,
+    floats,
+    packed,
     legal_codes,
     legal_index,
     pos_game,
@@ -594,9 +662,16 @@ def _encode_kernel(
                 err_game[n_err], err_ply[n_err], err_kind[n_err] = g, ply, ERROR_ILLEGAL
                 n_err += 1
                 break
-            _write_planes(
-                planes, n_pos, ply, hist_pieces, hist_colours, hist_castle, hist_rule50, hist_reps
-            )
+            if packed:
+                _write_packed(
+                    bits, floats, n_pos, ply,
+                    hist_pieces, hist_colours, hist_castle, hist_rule50, hist_reps,
+                )  # fmt: skip
+            else:
+                _write_planes(
+                    planes, n_pos, ply, hist_pieces, hist_colours, hist_castle, hist_rule50,
+                    hist_reps,
+                )  # fmt: skip
             pos_game[n_pos] = g
             pos_ply[n_pos] = ply
             played_pos[n_pos] = found
@@ -676,6 +751,9 @@ def _after_kernel(
     req_code,
     order,
     planes,
+    bits,
+    floats,
+    packed,
     outcome,
 ):
     """Planes of the position after move ``req_code[i]`` from position (game, ply), per request.
@@ -750,9 +828,16 @@ def _after_kernel(
                 hist_reps[j] = _repetitions(
                     hist_pieces, hist_colours, hist_castle, hist_ep, hist_rule50, hist_reps, j
                 )
-                _write_planes(
-                    planes, i, j, hist_pieces, hist_colours, hist_castle, hist_rule50, hist_reps
-                )
+                if packed:
+                    _write_packed(
+                        bits, floats, i, j,
+                        hist_pieces, hist_colours, hist_castle, hist_rule50, hist_reps,
+                    )  # fmt: skip
+                else:
+                    _write_planes(
+                        planes, i, j, hist_pieces, hist_colours, hist_castle, hist_rule50,
+                        hist_reps,
+                    )  # fmt: skip
                 outcome[i] = _outcome(
                     child_pieces, child_colours, 1 - stm, c_castle, c_ep,
                     hist_rule50[j], hist_reps[j], codes, index,
@@ -814,6 +899,7 @@ class ChessPositions:
     played_legal_pos: np.ndarray  # (N,) int32 where the played move sits in its legal list
     errors: list[MoveError]  # games cut short by an illegal or malformed move
     fen: list[str] | None = None  # only with encode_games(..., with_fen=True), for debugging
+    packed: PackedPlanes | None = None  # encode_games(..., packed=True): the planes, bit-packed
 
     def __len__(self) -> int:
         return int(self.game_index.shape[0])
@@ -827,6 +913,17 @@ class ChessPositions:
     def played_policy_index(self) -> np.ndarray:
         """(N,) lc0 policy index of the move actually played."""
         return self.legal_policy_index[self.legal_offsets[:-1] + self.played_legal_pos]
+
+
+def _packed_buffers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Uninitialised (n, PACKED_BYTES) bits and (n, 1, 8, 8) rule-50 planes for the kernels."""
+    return np.empty((n, PACKED_BYTES), dtype=np.uint8), np.empty((n, 1, 8, 8), dtype=np.float32)
+
+
+def _packed(bits: np.ndarray, floats: np.ndarray, n: int) -> PackedPlanes:
+    return PackedPlanes(
+        (n, NUM_PLANES, 8, 8), bits[:n], PACKED_BINARY_CHANNELS, PACKED_FLOAT_CHANNELS, floats[:n]
+    )
 
 
 def _as_list_array(moves: Sequence[Sequence[str]] | pa.Array | pa.ChunkedArray) -> pa.ListArray:
@@ -870,18 +967,26 @@ def encode_games(
     *,
     out: np.ndarray | None = None,
     with_fen: bool = False,
+    packed: bool = False,
 ) -> ChessPositions:
     """Encode every position before each move of each game (ply 0..n-1, in game order).
 
     ``moves``: python-chess UCI per game (lists, or the games table's ``moves`` column as a
     pyarrow list array); every game starts from the standard position. ``out``: optional
     preallocated float32 C-contiguous array with at least as many rows as there are moves in
-    total, filled in place (``planes`` is then a view of its first rows).
+    total, filled in place (``planes`` is then a view of its first rows). ``packed``: write the
+    planes bit-packed instead (``positions.packed``, 892 bytes a position against 28.7 kB;
+    ``positions.planes`` is empty), exactly what ``pack_planes`` of the float planes unpacks to.
     """
     array = _as_list_array(moves)
     game_offsets, src, dst, promo = _move_arrays(array)
     total = int(game_offsets[-1])
-    if out is None:
+    bits, floats = _packed_buffers(total if packed else 0)
+    if packed:
+        if out is not None:
+            raise ValueError("encode_games: out and packed=True exclude each other")
+        out = np.empty((0, NUM_PLANES, 8, 8), dtype=np.float32)
+    elif out is None:
         out = np.empty((total, NUM_PLANES, 8, 8), dtype=np.float32)
     elif (
         out.dtype != np.float32
@@ -908,7 +1013,8 @@ def encode_games(
         legal_codes = np.empty(capacity, dtype=np.int16)
         legal_index = np.empty(capacity, dtype=np.int16)
         n_pos, n_legal, n_err, overflowed = _encode_kernel(
-            src, dst, promo, game_offsets, planes_flat, legal_codes, legal_index,
+            src, dst, promo, game_offsets, planes_flat, bits, floats.reshape(-1, 1, 64), packed,
+            legal_codes, legal_index,
             pos_game, pos_ply, legal_offsets, played, err_game, err_ply, err_kind,
         )  # fmt: skip
         if not overflowed:
@@ -934,6 +1040,7 @@ def encode_games(
         legal_move=legal_codes[:n_legal].copy(),
         played_legal_pos=played[:n_pos],
         errors=errors,
+        packed=_packed(bits, floats, n_pos) if packed else None,
     )
     if with_fen:
         positions.fen = _fens(array, positions)
@@ -951,6 +1058,7 @@ class AfterPositions:
     planes: np.ndarray  # (R, 112, 8, 8) float32, lc0's input for the side to move there
     outcome: np.ndarray  # (R,) int8 OUTCOME_NONE / OUTCOME_CHECKMATE / OUTCOME_DRAW
     white_to_move: np.ndarray  # (R,) bool
+    packed: PackedPlanes | None = None  # encode_after(..., packed=True): the planes, bit-packed
 
     def __len__(self) -> int:
         return int(self.outcome.shape[0])
@@ -963,6 +1071,7 @@ def encode_after(
     move_codes: np.ndarray,
     *,
     out: np.ndarray | None = None,
+    packed: bool = False,
 ) -> AfterPositions:
     """Planes of the position after packed move ``move_codes[i]`` (``ChessPositions.legal_move``)
     is played at ply ``plies[i]`` of game ``games[i]`` of ``moves`` (the same games as given to
@@ -971,6 +1080,9 @@ def encode_after(
     With the game's own move at its last ply this is the position after the game; with a
     likely move it is a candidate's position (expected loss). Bit-identical to
     :func:`encode_games` of the prefix plus the move. Requests may come in any order.
+    ``packed``: the planes bit-packed instead (``after.packed``; ``after.planes`` is empty),
+    written from the replay's bitboards with no float planes on the way: what the positions
+    after likely moves of a chunk travel as (``extract_chess.encode_chess_children``).
 
         >>> after = encode_after([["e2e4", "e7e5"]], np.array([0]), np.array([1]),
         ...                      np.array([52 | (36 << 6)]))   # e7e5 at ply 1
@@ -988,21 +1100,29 @@ def encode_after(
     n_games = len(game_offsets) - 1
     if n and (games.min() < 0 or games.max() >= n_games):
         raise IndexError(f"game indices must be in [0, {n_games}), got {games!r}")
-    if out is None:
+    bits, floats = _packed_buffers(n if packed else 0)
+    if packed:
+        if out is not None:
+            raise ValueError("encode_after: out and packed=True exclude each other")
+        out = np.empty((0, NUM_PLANES, 8, 8), dtype=np.float32)
+    elif out is None:
         out = np.empty((n, NUM_PLANES, 8, 8), dtype=np.float32)
-    planes = out[:n]
+    planes = out[: 0 if packed else n]
     outcome = np.zeros(n, dtype=np.int8)
     if n:
         order = np.lexsort((plies, games))  # by game, then ply
         _after_kernel(
             src, dst, promo, game_offsets, games, plies, move_codes, order,
-            planes.reshape(n, NUM_PLANES, 64), outcome,
+            planes.reshape(len(planes), NUM_PLANES, 64), bits, floats.reshape(-1, 1, 64), packed,
+            outcome,
         )  # fmt: skip
     bad = np.flatnonzero(outcome == OUTCOME_ILLEGAL)
     if len(bad):
         shown = [(int(games[i]), int(plies[i]), unpack_move(int(move_codes[i]))) for i in bad[:5]]
         raise IllegalAfterMoveError(f"(game, ply, move) not legal there: {shown!r}")
-    return AfterPositions(planes, outcome, (plies & 1) == 1)
+    return AfterPositions(
+        planes, outcome, (plies & 1) == 1, _packed(bits, floats, n) if packed else None
+    )
 
 
 def _fens(moves: pa.ListArray, positions: ChessPositions) -> list[str]:

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pipeline.core.packed_planes import PackedPlanes, concat_packed, pack_planes
 from pipeline.extract.expected_loss import LikelyMoves
-from pipeline.nets.packed_planes import PackedPlanes, concat_packed, pack_planes
 
 if TYPE_CHECKING:  # the CPU tasks that encode children never load torch
     from pipeline.nets.net_bank import NetBank, NetJob

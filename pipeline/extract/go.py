@@ -42,6 +42,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.core.features_schema import feature_column
+from pipeline.core.packed_planes import PackedPlanes, pack_planes
 from pipeline.extract.child_positions import (
     ChildPositions,
     ChildValues,
@@ -60,7 +61,6 @@ from pipeline.go_game.spec import POLICY_SIZE
 from pipeline.nets.go_rank_policy import GoRankPolicyNet, rank_index
 from pipeline.nets.katago_outputs import white_lead
 from pipeline.nets.net_bank import Input, NetBank, NetJob, OneHot
-from pipeline.nets.packed_planes import PackedPlanes, pack_planes
 from pipeline.nets.policy_stats import PolicyStats
 
 LOG_PRIOR_FLOOR = float(np.log(1e-6))  # features_schema: logprior floored at log(1e-6)

@@ -3,7 +3,7 @@
 One :class:`NetBank` lives in each evaluator actor (``actors/evaluator_actor.py``) and holds
 every net the config names (imitation, strength and value nets of one game kind), so a GPU is
 never shared between stages. A net named twice (KataGo as imitation net and value net) is loaded
-and run once. Inputs arrive bit-packed (:mod:`pipeline.nets.packed_planes`) and are unpacked one
+and run once. Inputs arrive bit-packed (:mod:`pipeline.core.packed_planes`) and are unpacked one
 batch at a time, so the float planes of a whole chunk never exist at once.
 
 On a GPU each batch crosses PCIe once, as bits, and is unpacked there, whatever the number of
@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from pipeline.core.packed_planes import PackedPlanes
 from pipeline.nets.evaluator import make_evaluator
 from pipeline.nets.loading import load_net
-from pipeline.nets.packed_planes import PackedPlanes
 from pipeline.nets.policy_stats import PolicyStats, policy_stats
 
 log = logging.getLogger(__name__)
