@@ -58,18 +58,19 @@ GAMES_PER_CHUNK = 20_000
 ROLES = ("driver", "ray_system", "workers", "object_store")
 _SITE = re.compile(rb'(\[Site "[^"]*)"\]')
 _GAME_START = re.compile(rb"\n\s*\n(?=\[Event )")
-_COPY = b"\x00COPY\x00"
+_COPY_MARK = b"\x00COPY\x00"  # stands where build_dump writes each copy's number
 
 
 # -- the dump ------------------------------------------------------------------------------
 
 
 def load_games(split: Path) -> list[bytes]:
-    """Every game of the split as PGN text, its Site value ending in a copy placeholder."""
+    """Every game of the split as PGN text, its Site value ending in ``_COPY_MARK``, which
+    :func:`build_dump` replaces with the number of each copy so that every copy's ids differ."""
     games: list[bytes] = []
     for path in expand_sources([split]):
         text = b"".join(iter_blocks(path)).strip()
-        text = _SITE.sub(rb"\1" + _COPY + rb'"]', text)
+        text = _SITE.sub(rb"\1" + _COPY_MARK + rb'"]', text)
         games += [g.strip() + b"\n\n" for g in _GAME_START.split(text) if g.strip()]
     return games
 
@@ -85,7 +86,7 @@ def build_dump(games: list[bytes], n: int, path: Path) -> float:
         while written < n:
             take = min(per_copy, n - written)
             text = block if take == per_copy else b"".join(games[:take])
-            out.write(text.replace(_COPY, b"-c%d" % copy))
+            out.write(text.replace(_COPY_MARK, b"-c%d" % copy))
             written += take
             copy += 1
     return time.perf_counter() - started

@@ -546,6 +546,20 @@ def _write_packed(bits, floats, row, ply, hist_pieces, hist_colours, hist_castle
     _fill_plane(out, PLANE_ONES)
 
 
+@njit(cache=True, inline="always")
+def _write_position(planes, bits, floats, packed, row, ply, hist_pieces, hist_colours,
+                    hist_castle, hist_rule50, hist_reps):  # fmt: skip
+    """Position ``ply`` of the replay into row ``row``: float planes, or bit-packed."""
+    if packed:
+        _write_packed(
+            bits, floats, row, ply, hist_pieces, hist_colours, hist_castle, hist_rule50, hist_reps
+        )
+    else:
+        _write_planes(
+            planes, row, ply, hist_pieces, hist_colours, hist_castle, hist_rule50, hist_reps
+        )
+
+
 @njit(cache=True)
 def _parse_uci(data, str_offsets, src, dst, promo):
     """Parse every UCI string into squares and a promotion code; src = -1 where malformed."""
@@ -662,16 +676,10 @@ def _encode_kernel(
                 err_game[n_err], err_ply[n_err], err_kind[n_err] = g, ply, ERROR_ILLEGAL
                 n_err += 1
                 break
-            if packed:
-                _write_packed(
-                    bits, floats, n_pos, ply,
-                    hist_pieces, hist_colours, hist_castle, hist_rule50, hist_reps,
-                )  # fmt: skip
-            else:
-                _write_planes(
-                    planes, n_pos, ply, hist_pieces, hist_colours, hist_castle, hist_rule50,
-                    hist_reps,
-                )  # fmt: skip
+            _write_position(
+                planes, bits, floats, packed, n_pos, ply,
+                hist_pieces, hist_colours, hist_castle, hist_rule50, hist_reps,
+            )  # fmt: skip
             pos_game[n_pos] = g
             pos_ply[n_pos] = ply
             played_pos[n_pos] = found
@@ -828,16 +836,10 @@ def _after_kernel(
                 hist_reps[j] = _repetitions(
                     hist_pieces, hist_colours, hist_castle, hist_ep, hist_rule50, hist_reps, j
                 )
-                if packed:
-                    _write_packed(
-                        bits, floats, i, j,
-                        hist_pieces, hist_colours, hist_castle, hist_rule50, hist_reps,
-                    )  # fmt: skip
-                else:
-                    _write_planes(
-                        planes, i, j, hist_pieces, hist_colours, hist_castle, hist_rule50,
-                        hist_reps,
-                    )  # fmt: skip
+                _write_position(
+                    planes, bits, floats, packed, i, j,
+                    hist_pieces, hist_colours, hist_castle, hist_rule50, hist_reps,
+                )  # fmt: skip
                 outcome[i] = _outcome(
                     child_pieces, child_colours, 1 - stm, c_castle, c_ep,
                     hist_rule50[j], hist_reps[j], codes, index,
@@ -1082,7 +1084,7 @@ def encode_after(
     :func:`encode_games` of the prefix plus the move. Requests may come in any order.
     ``packed``: the planes bit-packed instead (``after.packed``; ``after.planes`` is empty),
     written from the replay's bitboards with no float planes on the way: what the positions
-    after likely moves of a chunk travel as (``extract_chess.encode_chess_children``).
+    after likely moves of a chunk travel as (``pipeline.extract.chess.encode_chess_children``).
 
         >>> after = encode_after([["e2e4", "e7e5"]], np.array([0]), np.array([1]),
         ...                      np.array([52 | (36 << 6)]))   # e7e5 at ply 1

@@ -24,7 +24,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     from pipeline.jobs.estimate import run_estimate
     from pipeline.meta.train import load_meta_models
 
-    model_dir = Path(args.model) if args.model else settings.home_dir() / f"meta-{args.game}"
+    model_dir = Path(args.model) if args.model else settings.meta_dir(args.game)
     work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="kibitz-estimate-"))
     models = load_meta_models(model_dir)
     estimate = run_estimate(

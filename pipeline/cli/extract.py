@@ -69,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("game", choices=["chess", "go"])
     parser.add_argument(
-        "--games", default=str(settings.home_dir() / "games"), help="games table folder"
+        "--games", default=str(settings.games_dir()), help="games table folder"
     )
     parser.add_argument(
         "--out", default=None, help="features folder (default: $KIBITZ_HOME/features-GAME)"
@@ -88,5 +88,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _run_with_default_out(args: argparse.Namespace) -> int:
     if args.out is None:
-        args.out = str(settings.home_dir() / f"features-{args.game}")
+        args.out = str(settings.features_dir(args.game))
     return _run(args)

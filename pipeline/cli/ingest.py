@@ -62,7 +62,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     config = IngestConfig(
         game=args.game,
         sources=resolve_sources(args.sources),
-        out_dir=Path(args.out) if args.out else settings.home_dir() / "games",
+        out_dir=Path(args.out) if args.out else settings.games_dir(),
         rules=rules,
         games_per_chunk=args.games_per_chunk or DEFAULT_GAMES_PER_CHUNK[args.game],
         force=args.force,

@@ -24,54 +24,20 @@ views ``chess_games``, ``go_features``, ``chess_player_features`` … over the t
 from __future__ import annotations
 
 import argparse
-import io
 import logging
 from pathlib import Path
-
-import zstandard
 
 from pipeline.cli import aggregate, extract, ingest, ratings
 from pipeline.core import settings
 from pipeline.core.catalog import CATALOG_FILE, refresh_catalog
+from pipeline.kinds import game_kind
 
 log = logging.getLogger(__name__)
 
 # 4 games of each of the 8 chess bands and 11 Fox rank groups: 32 + 44 games, every group with
 # 8 player-instances in the aggregates, a few minutes end to end on a 2-core CPU.
 DEFAULT_GAMES_PER_GROUP = 4
-CHESS_SPLIT = Path("chess/lichess-2024-02-blitz/candidating")
-GO_SPLIT = Path("go/fox-selected/candidating")
 STAGE_COMMANDS = (ingest, extract, aggregate, ratings)  # the commands `kibitz run` types
-
-
-def sample_chess(split_dir: Path, out_dir: Path, games_per_band: int) -> list[Path]:
-    """The first ``games_per_band`` games of each band file, as plain PGN (0 = all)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for src in sorted(split_dir.glob("*.pgn.zst")):
-        target = out_dir / src.name.replace(".pgn.zst", ".pgn")
-        with src.open("rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as z:
-            text = io.TextIOWrapper(z, encoding="utf-8", errors="replace").read()
-        games = text.split("\n\n[Event ")
-        if games_per_band:
-            games = games[:games_per_band]
-        target.write_text("\n\n[Event ".join(games).rstrip("\n") + "\n\n", encoding="utf-8")
-        written.append(target)
-    return written
-
-
-def sample_go(split_dir: Path, out_dir: Path, games_per_group: int) -> list[Path]:
-    """The first ``games_per_group`` games (lines) of each rank-group collection (0 = all)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    for src in sorted(split_dir.glob("*.sgf")):
-        lines = [ln for ln in src.read_bytes().splitlines() if ln.strip()]
-        if games_per_group:
-            lines = lines[:games_per_group]
-        target = out_dir / src.name
-        target.write_bytes(b"\n".join(lines) + b"\n")
-        written.append(target)
-    return written
 
 
 def _stage(argv: list[str]) -> None:
@@ -94,19 +60,19 @@ def _stage(argv: list[str]) -> None:
 def _run(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     data = settings.data_dir()
-    games_dir = out / "games"
+    games_dir = settings.games_dir(out)
     common = ["--no-progress"] if args.no_progress else []
     # One MLflow store for the whole run: OUT is this run's home (OUT/mlflow.db).
     tracking = ["--tracking-uri", settings.tracking_uri(home=out)]
     for game in args.game:
-        split = data / (CHESS_SPLIT if game == "chess" else GO_SPLIT)
+        kind = game_kind(game)
+        split = data / kind.candidating
         if not split.is_dir():
             raise SystemExit(f"the real data is missing: {str(split)!r} (set KIBITZ_DATA_DIR)")
         sample = out / "sample" / split.parent.name  # e.g. "fox-selected": readers use the name
-        n = args.games_per_group
-        files = sample_chess(split, sample, n) if game == "chess" else sample_go(split, sample, n)
-        features = out / f"features-{game}"
-        aggregates = out / f"aggregates-{game}"
+        files = kind.sample(split, sample, args.games_per_group)
+        features = settings.features_dir(game, out)
+        aggregates = settings.aggregates_dir(game, out)
         _stage(["ingest", game, *map(str, files), "--out", str(games_dir), *common])
         _stage(["extract", game, "--games", str(games_dir), "--out", str(features), *common])
         _stage(["aggregate", "--features", str(features), "--out", str(aggregates)])

@@ -71,7 +71,7 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
     )
     run = TrainMetaRun(
         game=args.game,
-        out_dir=Path(args.out) if args.out else settings.home_dir() / f"meta-{args.game}",
+        out_dir=Path(args.out) if args.out else settings.meta_dir(args.game),
         features_dir=Path(args.features) if args.features else None,
         aggregates_dir=Path(args.aggregates) if args.aggregates else None,
         player_aggregates_dir=Path(args.player_aggregates) if args.player_aggregates else None,

@@ -61,9 +61,6 @@ VIEW_LAYERS = ("staging",)  # models created as views; the others are materialis
 SOURCES = ("features", "games")
 
 CATALOG_FILE = "kibitz.duckdb"
-GAMES_DIR = "games"  # the games table of every kind, partitioned by game=<kind>
-FEATURES_PREFIX = "features-"  # features-<kind>: `kibitz extract` output
-AGGREGATES_PREFIX = "aggregates-"  # aggregates-<kind>: `kibitz aggregate` output
 # The catalog's <kind>_games / <kind>_features views are these staging models over the source.
 STAGING_OF_SOURCE = {"games": "stg_games", "features": "stg_moves"}
 VIEW_COMMENT = "kibitz catalog: "  # marks the views refresh_catalog owns (and what they read)
@@ -284,8 +281,8 @@ def catalog_views(
     models = load_models() if models is None else models
     views = {}
     sources = {
-        "games": _kinds(home / GAMES_DIR, "game="),
-        "features": _kinds(home, FEATURES_PREFIX),
+        "games": _kinds(home / settings.GAMES_DIR, "game="),
+        "features": _kinds(home, settings.FEATURES_PREFIX),
     }
     for source, folders in sources.items():
         staging = models[STAGING_OF_SOURCE[source]]
@@ -297,7 +294,7 @@ def catalog_views(
                     glob,
                 )
     outputs = [n for n in run_order(models) if models[n].materialization == "table"]
-    for kind, folder in _kinds(home, AGGREGATES_PREFIX).items():
+    for kind, folder in _kinds(home, settings.AGGREGATES_PREFIX).items():
         for name in outputs:
             path = folder / f"{name}.parquet"
             if path.is_file():
@@ -360,9 +357,10 @@ def aggregates_dir_for(features_dir: Path) -> Path:
     """Where ``kibitz aggregate`` writes by default: ``aggregates-<kind>`` beside the features,
     the kind taken from a ``features-<kind>`` name or from the one ``game=<kind>`` partition."""
     features_dir = Path(features_dir)
-    kind = features_dir.name.removeprefix(FEATURES_PREFIX)
+    kind = features_dir.name.removeprefix(settings.FEATURES_PREFIX)
     if kind == features_dir.name:
         kinds = [p.name.removeprefix("game=") for p in features_dir.glob("game=*") if p.is_dir()]
         kind = kinds[0] if len(kinds) == 1 else ""
-    name = AGGREGATES_PREFIX + kind if _KIND.match(kind) else AGGREGATES_PREFIX.rstrip("-")
-    return features_dir.parent / name
+    if _KIND.match(kind):
+        return settings.aggregates_dir(kind, home=features_dir.parent)
+    return features_dir.parent / settings.AGGREGATES_PREFIX.rstrip("-")

@@ -58,6 +58,30 @@ def home_dir() -> Path:
     return _env_path("KIBITZ_HOME", Path.cwd() / "kibitz-out")
 
 
+# An output home's layout: one folder a stage, one per game kind where the stage has one. The
+# CLI's defaults, `kibitz run` and the home's DuckDB catalog all read it from here.
+GAMES_DIR = "games"  # the games table of every kind (partitioned by game=<kind>)
+FEATURES_PREFIX = "features-"  # features-<kind>: `kibitz extract`
+AGGREGATES_PREFIX = "aggregates-"  # aggregates-<kind>: `kibitz aggregate`
+META_PREFIX = "meta-"  # meta-<kind>: `kibitz train meta`, where `kibitz estimate` looks
+
+
+def games_dir(home: Path | None = None) -> Path:
+    return (home or home_dir()) / GAMES_DIR
+
+
+def features_dir(game: str, home: Path | None = None) -> Path:
+    return (home or home_dir()) / f"{FEATURES_PREFIX}{game}"
+
+
+def aggregates_dir(game: str, home: Path | None = None) -> Path:
+    return (home or home_dir()) / f"{AGGREGATES_PREFIX}{game}"
+
+
+def meta_dir(game: str, home: Path | None = None) -> Path:
+    return (home or home_dir()) / f"{META_PREFIX}{game}"
+
+
 def tracking_uri(explicit: str | None = None, *, home: Path | None = None) -> str:
     """The MLflow store of a run: ``explicit`` (``--tracking-uri``), else
     ``$MLFLOW_TRACKING_URI``, else the SQLite store ``mlflow.db`` in ``home`` (default

@@ -65,6 +65,16 @@ class GameKind(Protocol):
         """Extraction: encode, net step, positions after moves, features, engine values."""
         ...
 
+    @property
+    def candidating(self) -> Path:
+        """The embedded default of ``kibitz run``: a split under the data folder."""
+        ...
+
+    def sample(self, split_dir: Path, out_dir: Path, games_per_group: int) -> list[Path]:
+        """The first ``games_per_group`` games of every band / rank-group file of ``split_dir``
+        written under ``out_dir`` in the format the reader takes (0 = all); the files."""
+        ...
+
     def check_net(self, net: str, games: str | Path, **options: Any) -> MoveMatchResult:
         """Move matching of ``net`` (registry name or file) on the games under ``games``
         (``kibitz models check``); ``options``: ``max_games``, ``backend``, ``device``."""

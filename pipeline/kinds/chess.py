@@ -8,10 +8,13 @@ that needs it, so that importing the kinds costs little (see ``pipeline/kinds/__
 
 from __future__ import annotations
 
+import io
 import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import zstandard
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -115,6 +118,23 @@ class ChessKind:
     games_format = "pgn"
     reader = PgnReader()
     extraction = ChessExtraction()
+    # The embedded default of `kibitz run`, under the data folder: one .pgn.zst per band.
+    candidating = Path("chess/lichess-2024-02-blitz/candidating")
+
+    def sample(self, split_dir: Path, out_dir: Path, games_per_group: int) -> list[Path]:
+        """The first ``games_per_group`` games of each band file, as plain PGN (0 = all)."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written = []
+        for src in sorted(split_dir.glob("*.pgn.zst")):
+            target = out_dir / src.name.replace(".pgn.zst", ".pgn")
+            with src.open("rb") as raw, zstandard.ZstdDecompressor().stream_reader(raw) as z:
+                text = io.TextIOWrapper(z, encoding="utf-8", errors="replace").read()
+            games = text.split("\n\n[Event ")
+            if games_per_group:
+                games = games[:games_per_group]
+            target.write_text("\n\n[Event ".join(games).rstrip("\n") + "\n\n", encoding="utf-8")
+            written.append(target)
+        return written
 
     def check_net(self, net: str, games: str | Path, **options: Any) -> MoveMatchResult:
         from pipeline.nets.check_chess import check_net

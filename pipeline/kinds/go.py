@@ -95,6 +95,21 @@ class GoKind:
     games_format = "sgf"
     reader = SgfReader()
     extraction = GoExtraction()
+    # The embedded default of `kibitz run`, under the data folder: one collection per group.
+    candidating = Path("go/fox-selected/candidating")
+
+    def sample(self, split_dir: Path, out_dir: Path, games_per_group: int) -> list[Path]:
+        """The first ``games_per_group`` games (lines) of each rank-group collection (0 = all)."""
+        out_dir.mkdir(parents=True, exist_ok=True)
+        written = []
+        for src in sorted(split_dir.glob("*.sgf")):
+            lines = [ln for ln in src.read_bytes().splitlines() if ln.strip()]
+            if games_per_group:
+                lines = lines[:games_per_group]
+            target = out_dir / src.name
+            target.write_bytes(b"\n".join(lines) + b"\n")
+            written.append(target)
+        return written
 
     def check_net(self, net: str, games: str | Path, **options: Any) -> MoveMatchResult:
         from pipeline.nets.check_go import check_net
