@@ -46,6 +46,19 @@ RAY_ERRORS = (ray.exceptions.RayError,)
 ACTOR_RESTARTING = ray.exceptions.ActorUnavailableError
 
 
+def task_failure(exc: Exception) -> tuple[str, str]:
+    """What went wrong in a part, as (error type, one-line reason): the task's own exception.
+
+    A ``RayTaskError``'s first line is only "ray::assemble_task() (pid=…)"; its ``cause`` holds
+    the exception the task raised (``TypeError: …``), which is what a quarantine row must say.
+    """
+    cause = getattr(exc, "cause", None)
+    shown = cause if isinstance(cause, BaseException) else exc
+    text = str(shown).strip()
+    name = type(shown).__name__
+    return name, f"{name}: {text.splitlines()[0]}" if text else name
+
+
 @dataclass(frozen=True)
 class ActorPlan:
     """How many net actors and Stockfish engines a cluster gets, and the CPUs each holds."""

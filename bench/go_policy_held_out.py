@@ -3,6 +3,7 @@ matrix "conditioned on group a, games of group b", per held-out set and pooled.
 
     python bench/go_policy_held_out.py                       # kibitz-go-policy, all moves
     python bench/go_policy_held_out.py --model kibitz-out/go-policy/model.kibitz.pt
+    python bench/go_policy_held_out.py --model kibitz-out/go-policy-katago/model.kibitz.pt --device cuda
 
 Two held-out sets, then both pooled (the same sets as ``bench/sscore_held_out.py``):
 - the evaluation split (``pipeline/core/data_split.py``) of the Fox ``testing/`` files;
@@ -22,6 +23,7 @@ import argparse
 from sscore_held_out import held_out_sets
 
 from pipeline.nets.loading import load_net
+from pipeline.train.device import resolve_device
 from pipeline.train.go_policy import PositionScores, score_positions, summarise
 from pipeline.train.sscore_batches import build_pool
 
@@ -32,8 +34,11 @@ def main() -> None:
     parser.add_argument(
         "--positions", type=int, default=None, help="random moves per instance (default: all)"
     )
+    parser.add_argument(
+        "--device", default="cpu", help="where the net runs: cpu, cuda or cuda:N (default cpu)"
+    )
     args = parser.parse_args()
-    net = load_net(args.model)
+    net = load_net(args.model).to(resolve_device(args.device))  # batches follow the net
     pooled = []
     for name, games in held_out_sets("go").items():
         pool = build_pool(games, "go", positions_per_instance=args.positions, seed=3)

@@ -68,6 +68,7 @@ def test_estimate_prints_json_and_writes_report(trained: Path, capsys):
         [
             "estimate", "chess", str(SPLIT / "1000-1200.pgn.zst"), "--player", PLAYER.lower(),
             "--model", str(trained / "meta"), "--work", str(trained / "work"), "--json",
+            "--progressive", "--confidence", "0.6",
         ]
     )  # fmt: skip
     assert code == 0
@@ -82,9 +83,42 @@ def test_estimate_prints_json_and_writes_report(trained: Path, capsys):
     assert out["band"] == list(BANDS)  # two groups: the ±1 band is both
     assert out["rated_rank_groups"] == ["1000-1200"]
     assert 40 < out["moves_used"] < 200
+    # the applied model's own figures, as `kibitz train meta` measured them
+    manifest = json.loads((trained / "meta" / "meta_models.json").read_text())
+    row = next(
+        r for r in manifest["results"]
+        if (r["method"], r["n"], r["sampling"]) == ("full_dcloss", 2, "rank_group")
+    )  # fmt: skip
+    assert out["model"] == str(trained / "meta")
+    assert (out["model_accuracy"], out["model_accuracy_pm1"]) == (
+        row["accuracy"],
+        row["accuracy_pm1"],
+    )
+    assert out["model_samples"] == 2 * 20  # two groups × --eval-draws 20
+    # the continuous estimate: a rating with nested conformal intervals around it
+    assert out["strength_scale"] == "rating"
+    low80, high80 = out["interval_80"]
+    low95, high95 = out["interval_95"]
+    assert low95 <= low80 < out["strength"] < high80 <= high95
+    assert 800 < out["strength"] < 2400
+    # after each game: the last step is the estimate itself
+    steps = out["steps"]
+    assert [s["games"] for s in steps] == [1, 2] and [s["n_model"] for s in steps] == [1, 2]
+    assert steps[-1]["rank_group_index"] == out["rank_group_index"]
+    assert steps[-1]["strength"] == pytest.approx(out["strength"])
+    # games needed for 60 % within ±1: the first trained n whose measured ±1 accuracy gets there
+    pm1 = {r["n"]: r["accuracy_pm1"] for r in manifest["results"]
+           if r["method"] == "full_dcloss" and r["sampling"] == "rank_group"}  # fmt: skip
+    assert out["confidence"] == 0.6
+    if pm1[1] >= 0.6:
+        assert (out["games_needed"], out["further_games"]) == (1, 0)
+    elif pm1[2] >= 0.6:
+        assert (out["games_needed"], out["further_games"]) == (2, 0)
+    else:
+        assert out["games_needed"] is None and out["further_games"] is None
     report = Path(out["report"])
     assert report.is_file() and report.read_bytes()[:8] == PNG_MAGIC
-    assert report.stat().st_size > 20_000  # two drawn panels, not an empty canvas
+    assert report.stat().st_size > 30_000  # three drawn panels, not an empty canvas
 
 
 def test_estimate_names_a_missing_player(trained: Path):

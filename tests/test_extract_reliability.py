@@ -168,6 +168,26 @@ def test_killed_actor_and_engine_are_retried(games_root, baseline, tmp_path, mon
         assert_same(table, baseline.filter(pa.compute.is_in(baseline["game_id"], ids)))
 
 
+def test_chunks_take_the_games_files_in_turn(games_root):
+    """Two files (two bands) of 2 games, 1 a chunk: the plan alternates, so any prefix of a
+    stopped run (or ``max_games``) holds games from both bands."""
+    files = [c.part.games_file for c in plan_chunks(games_root, config())]
+    assert len(set(files)) == 2
+    assert files[0] != files[1] and files[2] != files[3] and files[0] == files[2]
+    first_two = plan_chunks(games_root, config(), max_games=2)
+    assert {c.part.games_file for c in first_two} == set(files)
+
+
+def test_a_task_failure_names_the_tasks_own_exception():
+    from actors.extract_runner import task_failure
+
+    wrapped = ray.exceptions.RayTaskError(
+        "assemble_task", "Traceback ...", TypeError("unsupported operand")
+    ).as_instanceof_cause()
+    assert task_failure(wrapped) == ("TypeError", "TypeError: unsupported operand")
+    assert task_failure(ValueError("")) == ("ValueError", "ValueError")
+
+
 def test_an_unreadable_game_is_quarantined_with_its_reason(games_root):
     games = read_games_rows(games_root, plan_chunks(games_root, config())[0].part)
     moves = games["moves"][0].as_py()

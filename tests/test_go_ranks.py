@@ -13,6 +13,7 @@ from pipeline.go_game.ranks import (
     normalize_rank_array,
     rank_group,
     rank_group_array,
+    rank_label,
     rank_num,
     rank_num_array,
     try_normalize_rank,
@@ -82,3 +83,9 @@ def test_arrow_helpers_match_scalar_functions() -> None:
 def test_arrow_helpers_accept_chunked_arrays() -> None:
     raw = pa.chunked_array([["9段", "2级"], ["P3段"]])
     assert normalize_rank_array(raw).to_pylist() == ["9d", "2k", "pro"]
+
+
+def test_rank_label_inverts_rank_num():
+    for rank in ("1k", "5k", "18k", "1d", "4d", "9d"):
+        assert rank_label(rank_num(rank)) == rank
+    assert (rank_label(0.49), rank_label(0.5), rank_label(-2.4)) == ("1k", "1d", "3k")

@@ -253,11 +253,11 @@ def test_saved_models_predict_like_training(trained: Path):
     assert text.splitlines()[1] == "| method | n=1 | n=5 |"
 
 
-def test_nets_kibitz_trained_are_found_and_named_in_a_warning(tmp_path, caplog):
+def test_nets_kibitz_trained_are_found_and_named_in_a_warning(caplog):
     """Kibitz's s-score net trained on the train split: a fit there is warned about."""
     maia = {"name": "maia-1100", "model": "maia-1100"}
     sscore = {"name": "sscore", "model": "kibitz-sscore-chess"}
-    path = {"name": "mine", "model": str(tmp_path / "net" / "model.kibitz.pt")}
+    path = {"name": "mine", "model": "/models/mine/net/model.kibitz.pt"}
     cases = (
         ([maia], [sscore], ["kibitz-sscore-chess"]),
         ([maia], [], []),
@@ -265,16 +265,15 @@ def test_nets_kibitz_trained_are_found_and_named_in_a_warning(tmp_path, caplog):
     )
     for imitation, strength, expected in cases:
         config = {"imitation_nets": imitation, "strength_nets": strength}
-        (tmp_path / "_config.yaml").write_text(json.dumps({"config": config}))
-        assert kibitz_trained_nets(tmp_path) == expected
-    assert kibitz_trained_nets(None) == []
+        assert kibitz_trained_nets({"config": config}) == expected
+    assert kibitz_trained_nets({}) == []
     warn_in_sample(MetaConfig(fit_split="validation"), ["kibitz-sscore-chess"])
     assert not caplog.records
     warn_in_sample(MetaConfig(), ["kibitz-sscore-chess"])
     assert "kibitz-sscore-chess trained on the train split" in caplog.records[0].getMessage()
 
 
-def test_meta_runs_log_the_weights_the_features_came_from(tmp_path):
+def test_meta_runs_log_the_weights_the_features_came_from():
     """`net_<name>` params are the sha256 `kibitz extract` recorded, not the registry's entry
     today (a retrained net keeps its name); folders from before the record fall back to it."""
     config = {
@@ -283,10 +282,135 @@ def test_meta_runs_log_the_weights_the_features_came_from(tmp_path):
         "value": {"evaluator": "stockfish", "nodes": 1500},
     }
     record = {"config": config, "nets": {"maia-1100": "a" * 64, "kibitz-sscore-chess": "b" * 64}}
-    (tmp_path / "_config.yaml").write_text(json.dumps(record))  # YAML is a superset of JSON
-    assert net_hashes(tmp_path) == {
+    assert net_hashes(record) == {
         "maia-1100": "a" * 64, "sscore": "b" * 64, "value": "stockfish nodes=1500"
     }  # fmt: skip
-    (tmp_path / "_config.yaml").write_text(json.dumps({"config": config}))
-    registry = net_hashes(tmp_path)
+    registry = net_hashes({"config": config})
     assert registry["maia-1100"].startswith("e1cf1cd0")  # ../shared/models/SHA256SUMS
+
+
+def test_the_manifest_records_figures_nets_and_command(trained: Path):
+    manifest = json.loads((trained / "meta_models.json").read_text())
+    table = pa.parquet.read_table(trained / "tables" / "results.parquet").to_pylist()
+    row = next(
+        r for r in table if (r["method"], r["n"], r["sampling"]) == ("full", 5, "rank_group")
+    )
+    models = load_meta_models(trained)
+    recorded = models.accuracy("full", 5)
+    assert recorded["accuracy"] == round(row["accuracy"], 4)
+    assert recorded["accuracy_pm1"] == round(row["accuracy_pm1"], 4)
+    assert recorded["samples"] == row["samples"] == 4 * 100  # 4 groups × --eval-draws 100
+    assert models.accuracy("full", 7) is None
+    assert manifest["command"].startswith("kibitz ")
+    # the synthetic features were never extracted: no nets, an empty extraction record
+    assert manifest["nets"] == {} and manifest["features_config"] == {}
+    assert models.aggregates_dir == Path(manifest["aggregates_dir"])
+
+
+def test_registered_meta_models_ship_verified_files_and_their_card(trained, tmp_path, monkeypatch):
+    from pipeline.meta.model_card import render_card
+    from pipeline.meta.registered import register_meta_models, resolve_meta_models, verify_files
+    from pipeline.nets.registry import ChecksumMismatchError, file_sha256, find_entry
+
+    monkeypatch.setenv("KIBITZ_MODELS_DIR", str(tmp_path))
+    target = register_meta_models(trained, "my-meta", models_root=tmp_path)
+    entry = find_entry("my-meta")
+    assert (entry.format, entry.game, entry.file) == (
+        "kibitz-meta",
+        "chess",
+        target / "meta_models.json",
+    )
+    assert entry.sha256 == file_sha256(entry.file)
+    shipped = resolve_meta_models("my-meta", "chess")
+    assert shipped.root == target and shipped.aggregates_dir == target / "aggregates"
+    files = shipped.manifest["files"]
+    assert "models/full/n5.txt" in files and "aggregates/player_instance_features.parquet" in files
+    assert "tracking_uri" not in shipped.manifest  # a path on the training machine
+    assert (target / "MODEL_CARD.md").read_text() == render_card(shipped.manifest)
+    # the shipped copy predicts exactly like the trained folder
+    columns = shipped.manifest["columns"]
+    x = np.linspace(-1, 1, 3 * len(columns)).reshape(3, len(columns))
+    raw, _ = shipped.predict(x, columns, "full", 5)
+    assert np.array_equal(raw, load_meta_models(trained).predict(x, columns, "full", 5)[0])
+    # a replaced model file is caught by its manifest sha256
+    (target / "models" / "full" / "n5.txt").write_text("tree\n")
+    with pytest.raises(ChecksumMismatchError, match=r"models/full/n5\.txt"):
+        verify_files(shipped)
+    with pytest.raises(MetaDataError, match="is a lc0 net, not meta-models"):
+        resolve_meta_models("maia-1100", "chess")
+
+
+def test_strength_models_are_saved_with_their_intervals(trained: Path):
+    """Synthetic ratings: the strength part of the manifest, and the saved model's intervals
+    are its point ± the recorded conformal half-widths."""
+    models = load_meta_models(trained)
+    record = models.manifest["strength"]
+    assert record["scale"] == "rating" and record["feature_set"] == "full"
+    assert sorted(record["models"]) == ["1", "5"] and record["levels"] == [0.8, 0.95]
+    grid = record["level_grid"]
+    assert len(grid) == 99 and (grid[0], grid[79], grid[94], grid[-1]) == (0.01, 0.8, 0.95, 0.99)
+    widths = record["half_width"]["5"]
+    assert widths == sorted(widths) and 0 < widths[79] < widths[94]
+    by = {(r["sampling"], r["n"]): r for r in record["results"]}
+    assert by[("rank_group", 5)]["samples"] == 4 * 100
+    assert (
+        0.0 <= by[("rank_group", 5)]["coverage_80"] <= by[("rank_group", 5)]["coverage_95"] <= 1.0
+    )
+    assert by[("player", 5)]["samples"] == 0  # one game per synthetic player: no n=5 samples
+    columns = models.manifest["columns"]
+    strength = models.strength()
+    assert strength.nearest_n(4) == 5 and strength.scale == "rating"
+    point = strength.predict(np.zeros((2, len(columns))), columns, 5)
+    assert point.shape == (2,)
+    np.testing.assert_allclose(strength.interval(point, 5, 0.8)[:, 1] - point, widths[79])
+    np.testing.assert_allclose(point - strength.interval(point, 5, 0.95)[:, 0], widths[94])
+    # the p-value of a gap: 1 − the largest level whose half-width the gap exceeds
+    gaps = np.array([0.0, widths[79] + 1e-6, widths[94] + 1e-6, 1e9])
+    expected = [
+        1.0,
+        0.2,
+        round(1 - grid[max(i for i, w in enumerate(widths) if w < gaps[2])], 2),
+        0.01,
+    ]
+    np.testing.assert_allclose(strength.p_value(gaps, 5), expected)
+    assert (
+        (trained / "tables" / "strength.md").read_text().startswith("strength on the rating scale")
+    )
+
+
+def test_audit_flags_a_relabelled_player_and_writes_its_view(trained: Path, tmp_path):
+    """Synthetic players: one of the strongest group's players is given a rating 3,000 points
+    below; the audit flags exactly that gap's direction and writes table, figure and run."""
+    from pipeline.meta.audit import audit_players, run_audit
+
+    models = load_meta_models(trained)
+    instances = pa.parquet.read_table(
+        trained.parent / "aggregates" / "player_instance_features.parquet"
+    )
+    target = next(r["player"] for r in instances.to_pylist() if r["rank_group"] == "1600-1800")
+    relabel = pa.compute.equal(instances["player"], target)
+    ratings = pa.compute.if_else(
+        relabel, pa.scalar(-1300.0), pa.compute.cast(instances["rating"], pa.float64())
+    )
+    planted = instances.set_column(instances.schema.get_field_index("rating"), "rating", ratings)
+    table = audit_players(models, planted, alpha=0.05)
+    assert table.num_rows == len(set(instances["player"].to_pylist()))
+    row = next(r for r in table.to_pylist() if r["player"] == target)
+    assert row["flagged"] and row["gap"] > 2_000 and row["z"] > 2 and row["p_value"] == 0.01
+    assert row["rated"] == -1300.0 and row["games"] == 1 and row["n_model"] == 1
+    assert row["interval_low"] < row["estimate"] < row["interval_high"] < row["rated"] + 4_000
+    assert table["p_value"][0].as_py() == 0.01  # the most surprising players first
+    # written where the catalog finds it, with its MLflow run
+    import duckdb
+
+    duckdb.connect(str(tmp_path / "kibitz.duckdb")).close()  # makes tmp_path an output home
+    summary = run_audit(models, trained.parent / "aggregates", tmp_path / "audit-chess", alpha=0.05,
+                        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")  # fmt: skip
+    assert summary["players"] == table.num_rows and summary["flagged"] >= 0
+    assert Path(summary["figure"]).read_bytes()[:4] == b"\x89PNG"
+    con = duckdb.connect(str(tmp_path / "kibitz.duckdb"))
+    assert con.execute("select count(*) from chess_audit").fetchone()[0] == table.num_rows
+    run = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}").get_run(
+        summary["mlflow_run_id"]
+    )
+    assert run.data.metrics["players"] == table.num_rows and run.data.params["alpha"] == "0.05"

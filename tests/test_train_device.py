@@ -126,3 +126,34 @@ def test_go_policy_trains_and_evaluates_on_the_gpu(tmp_path):
     assert header["train"]["device"].startswith("cuda:0 (")
     assert {t.device.type for t in weights.values()} == {"cpu"}
     assert result.evaluation is not None and len(result.history) == 2
+
+
+@needs_cuda
+def test_go_policy_finetunes_a_katago_trunk_on_the_gpu(tmp_path):
+    """``--trunk katago-g170-b6c96 --trunk-mode finetune --device cuda``: the trunk trains on the
+    GPU with the head, and the export (the fine-tuned trunk inside) gives the GPU's logits on
+    the CPU."""
+    games = write_games_dir(go_games(2), tmp_path / "games-go")
+    config = GoPolicyTrainConfig(
+        trunk="katago-g170-b6c96", trunk_mode="finetune", head_channels=8, batch_size=16,
+        positions_per_instance=4, max_steps=2, epoch_steps=1, max_validation_games=10,
+        split_fractions=(0.5, 0.25, 0.25), device="cuda",
+    )  # fmt: skip
+    result = train_policy(config, games, tmp_path / "policy", progress=False,
+                          tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")  # fmt: skip
+    header, weights = read_model_file(result.exported.weights)
+    assert header["train"]["device"].startswith("cuda:0 (")
+    assert (header["trunk"]["mode"], header["trunk"]["lr_scale"]) == ("finetune", 0.1)
+    katago = load_net("katago-g170-b6c96")
+    assert not torch.equal(weights["trunk.trunk.initial_conv.weight"],
+                           katago.trunk.initial_conv.weight)  # fmt: skip
+    cpu_net = load_net(str(result.exported.weights))
+    pool = build_pool(go_games(1), "go", positions_per_instance=2, seed=0)
+    spatial, global_ = (
+        torch.from_numpy(pool.planes[:16]).float(),
+        torch.from_numpy(pool.global_[:16]),
+    )
+    with torch.inference_mode():
+        on_cpu = cpu_net(spatial, global_)
+        on_gpu = copy.deepcopy(cpu_net).cuda()(spatial.cuda(), global_.cuda()).cpu()
+    np.testing.assert_allclose(on_gpu.numpy(), on_cpu.numpy(), atol=5e-3)

@@ -16,7 +16,18 @@ import logging
 import sys
 import traceback
 
-from pipeline.cli import aggregate, estimate, extract, ingest, models, ratings, report, run, train
+from pipeline.cli import (
+    aggregate,
+    audit,
+    estimate,
+    extract,
+    ingest,
+    models,
+    ratings,
+    report,
+    run,
+    train,
+)
 from pipeline.core.errors import KibitzError
 
 # Errors a user can fix by changing the command, its inputs or its settings (not bugs).
@@ -29,7 +40,7 @@ USER_ERRORS = (
 )
 
 # One module per top-level command, in the order of the data flow (files → models).
-COMMANDS = (run, ingest, extract, models, ratings, aggregate, train, report, estimate)
+COMMANDS = (run, ingest, extract, models, ratings, aggregate, train, report, estimate, audit)
 
 
 def build_parser() -> argparse.ArgumentParser:

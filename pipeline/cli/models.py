@@ -6,7 +6,10 @@
   without a network it fails within the connect timeout with a clear message.
 - ``kibitz models check NAME --pgn FILE | --sgf FILE`` prints move-matching accuracy and mean
   log-likelihood of a net on real games: the check of the net's game kind
-  (``pipeline.kinds``: ``kind.check_net``, i.e. pipeline.nets.check_chess / check_go).
+  (``pipeline.kinds``: ``kind.check_net``, i.e. pipeline.nets.check_chess / check_go). A
+  rank-conditioned Go policy is scored at each mover's own rank, with each group's best
+  conditioning rank; ``--profile RANK`` adds the figures at one rank (a HumanSL net: its rank
+  profile, ``rank_1d``); ``--komi K`` replaces the games' komi.
 
 ``--models-dir DIR`` (before the sub-command) points the whole process at another models
 directory, exactly like ``KIBITZ_MODELS_DIR``.
@@ -105,6 +108,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     options: dict[str, object] = {"max_games": args.max_games, "backend": args.backend}
     if args.device is not None or args.backend == "tensorrt":
         options["device"] = args.device or "cuda"
+    for option in ("profile", "komi"):  # Go only
+        if getattr(args, option) is None:
+            continue
+        if kind.name != "go":
+            print(f"--{option} is for Go nets; {args.name!r} is a {kind.name} net", file=sys.stderr)
+            return 2
+        options[option] = getattr(args, option)
     result = kind.check_net(args.name, games_file, **options)
     print(result.to_text())
     return 0
@@ -153,5 +163,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check.add_argument("--backend", choices=BACKENDS, default="torch", help="evaluation backend")
     check.add_argument(
         "--device", default=None, help="cpu or cuda[:N] (default cpu; cuda for tensorrt)"
+    )
+    check.add_argument(
+        "--profile",
+        metavar="RANK",
+        help="Go: a rank-conditioned policy's rank (3d) to score beside each mover's own rank;"
+        " a KataGo HumanSL net's rank profile (rank_1d)",
+    )
+    check.add_argument(
+        "--komi",
+        type=float,
+        help="Go: komi of every game instead of its own (6.5 scores Fox's KM[0] games as Kibitz's"
+        " trainers encode them)",
     )
     check.set_defaults(func=cmd_check)

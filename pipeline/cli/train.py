@@ -17,6 +17,7 @@ import argparse
 import logging
 from pathlib import Path
 
+from pipeline.cli.invocation import command_line
 from pipeline.core import settings
 from pipeline.core.data_split import SplitConfig
 from pipeline.meta.aggregate import AggregateConfig
@@ -77,6 +78,7 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
         player_aggregates_dir=Path(args.player_aggregates) if args.player_aggregates else None,
         tracking_uri=settings.tracking_uri(args.tracking_uri),
         aggregate=AggregateConfig(alpha=args.alpha, gamma=args.gamma),
+        command=command_line(),
     )
     manifest = run_train_meta(run, config)
     from pipeline.meta.report import load_results
@@ -88,6 +90,12 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
         f"instances {manifest['instances']}; models in {run.out_dir}; MLflow {manifest['tracking_uri']}"
         f" (parent run {manifest['mlflow_parent_run_id']}); {manifest['seconds']} s"
     )
+    if args.register:
+        from pipeline.meta.registered import register_meta_models
+
+        root = Path(args.models_root) if args.models_root else settings.models_dir()
+        target = register_meta_models(run.out_dir, args.register, models_root=root)
+        print(f"registered {args.register!r}: {target} (card {target / 'MODEL_CARD.md'})")
     return 0
 
 
@@ -115,6 +123,15 @@ def _add_meta_parser(trainers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--tracking-uri",
         help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///$KIBITZ_HOME/mlflow.db)",
+    )
+    parser.add_argument(
+        "--register",
+        metavar="NAME",
+        help="ship the models as registry entry NAME (kibitz-meta-GAME is what estimate uses by"
+        " default): models, aggregates, tables, card",
+    )
+    parser.add_argument(
+        "--models-root", help="where --register puts them (default: $KIBITZ_MODELS_DIR)"
     )
     parser.add_argument(
         "--n",

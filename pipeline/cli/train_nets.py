@@ -8,13 +8,18 @@ Added to ``kibitz train`` (``pipeline/cli/train.py``) by :func:`add_parsers`::
     kibitz train sscore-levels chess --games kibitz-out/games-chess --out kibitz-out/sscore-levels
     kibitz train sscore-levels go --games kibitz-out/games-go --out kibitz-out/sscore-go-levels
     kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy --max-minutes 40
+    kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy-katago \
+        --trunk katago-g170-b6c96 --trunk-mode frozen|finetune --device cuda --batch-size 256
 
 ``--out`` receives checkpoints/, model.kibitz.pt, model.onnx, model.yaml and MODEL_CARD.md; the
 run is tracked in the project's MLflow store (``$KIBITZ_HOME/mlflow.db`` unless
 ``--tracking-uri`` or ``MLFLOW_TRACKING_URI``); ``--resume`` continues from its checkpoint.
 ``--device`` picks where the net trains (default: a CUDA GPU when torch sees one); on a GPU raise
 ``--groups`` / ``--batch-size`` so each step fills it. ``--init-from MODEL`` starts a new run from a trained model's weights (same format and net
-shape) with a fresh schedule, to train a shipped model further or on other games.
+shape) with a fresh schedule, to train a shipped model further or on other games. ``policy
+--trunk KATAGO`` puts the rank head on a registered KataGo net's trunk (copied exactly; its
+weights end up in the exported file) instead of Kibitz's own, ``--trunk-mode`` frozen (the
+head alone trains) or finetune (the trunk too, at ``--trunk-lr-scale`` × the LR).
 ``--register NAME --models-root DIR`` then copies the model into ``DIR/NAME`` and adds it to
 ``DIR/registry.yaml``, after which ``kibitz models list`` shows it and ``load_net(NAME)`` loads it
 (see docs/train.md).
@@ -24,12 +29,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pipeline.cli.invocation import command_line
 from pipeline.core import settings
 
 log = logging.getLogger(__name__)
@@ -60,7 +65,14 @@ SSCORE_OPTIONS: tuple[Option, ...] = (
     ("--max-reference-games", int, "training games of the protocol's reference means"),
     ("--score-dropout", float, "training-time dropout in the score head (default 0)"),
 )
-POLICY_OPTIONS: tuple[Option, ...] = (("--batch-size", int, "positions per step (default 64)"),)
+POLICY_OPTIONS: tuple[Option, ...] = (
+    ("--batch-size", int, "positions per step (default 64)"),
+    ("--head-channels", int, "width of the per-rank FiLM head (default 32)"),
+    ("--trunk", str, "start from this KataGo net's trunk (registry name or .bin.gz), e.g."
+     " katago-g170-b6c96; default: Kibitz's own trunk, from scratch"),
+    ("--trunk-mode", str, "with --trunk: frozen (only the head trains, default) or finetune"),
+    ("--trunk-lr-scale", float, "finetune: the trunk's LR is the head's times this (default 0.1)"),
+)  # fmt: skip
 # A levels head has no trunk of its own: no --blocks/--channels, nor --init-from.
 LEVELS_SHARED = tuple(
     o for o in SHARED_OPTIONS if o[0] not in ("--blocks", "--channels", "--init-from")
@@ -122,10 +134,6 @@ def _overrides(args: argparse.Namespace, options: tuple[Option, ...]) -> dict[st
     return fields
 
 
-def _command_line() -> str:
-    return "kibitz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-
-
 def _run(
     args: argparse.Namespace,
     config: Any,
@@ -136,7 +144,7 @@ def _run(
 ) -> int:
     """Train, write the model card next to the export, print it, register when asked."""
     from pipeline.train.device import resolve_device
-    from pipeline.train.model_cards import write_card
+    from pipeline.train.model_cards import model_licence, write_card
 
     if args.threads is not None:
         import torch
@@ -147,7 +155,7 @@ def _run(
     result = train(
         config, Path(args.games), out, max_minutes=args.max_minutes, resume=args.resume,
         progress=not args.no_progress, tracking_uri=settings.tracking_uri(args.tracking_uri),
-        command=_command_line(),
+        command=command_line(),
     )  # fmt: skip
     card = write_card(out, args.register or out.name)
     print(card.read_text(encoding="utf-8"))
@@ -157,7 +165,7 @@ def _run(
         root = Path(args.models_root) if args.models_root else settings.models_dir()
         path = register_model(
             result.exported, name=args.register, models_root=root, game=game,
-            description=description,
+            description=description, license=model_licence(result.exported.header),
         )  # fmt: skip
         print(f"registered {args.register!r} at {path}")
     return 0
@@ -210,10 +218,18 @@ def cmd_train_sscore_levels(args: argparse.Namespace) -> int:
 def cmd_train_policy(args: argparse.Namespace) -> int:
     from pipeline.train.go_policy import GoPolicyTrainConfig, train
 
+    if args.trunk and (args.blocks is not None or args.channels is not None):
+        print(
+            "kibitz train policy: --blocks/--channels shape Kibitz's own trunk; a --trunk has "
+            "its KataGo net's shape",
+            file=sys.stderr,
+        )
+        return 2
     config = GoPolicyTrainConfig(**_overrides(args, SHARED_OPTIONS + POLICY_OPTIONS))
+    trunk = f", on {config.trunk}'s trunk ({config.trunk_mode})" if config.trunk else ""
     return _run(
         args, config, train, game="go",
-        description="Kibitz rank-conditioned Go imitation policy (10k-9d, one trunk pass)",
+        description=f"Kibitz rank-conditioned Go imitation policy (10k-9d, one trunk pass){trunk}",
     )  # fmt: skip
 
 

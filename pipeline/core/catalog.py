@@ -300,6 +300,11 @@ def catalog_views(
             if path.is_file():
                 file = path.resolve().as_posix()
                 views[f"{kind}_{name}"] = (f"select * from read_parquet({_sql_string(file)})", file)
+    for kind, folder in _kinds(home, settings.AUDIT_PREFIX).items():
+        path = folder / settings.AUDIT_FILE
+        if path.is_file():
+            file = path.resolve().as_posix()
+            views[f"{kind}_audit"] = (f"select * from read_parquet({_sql_string(file)})", file)
     return views
 
 

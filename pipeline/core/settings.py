@@ -63,7 +63,9 @@ def home_dir() -> Path:
 GAMES_DIR = "games"  # the games table of every kind (partitioned by game=<kind>)
 FEATURES_PREFIX = "features-"  # features-<kind>: `kibitz extract`
 AGGREGATES_PREFIX = "aggregates-"  # aggregates-<kind>: `kibitz aggregate`
-META_PREFIX = "meta-"  # meta-<kind>: `kibitz train meta`, where `kibitz estimate` looks
+META_PREFIX = "meta-"  # meta-<kind>: `kibitz train meta`
+AUDIT_PREFIX = "audit-"  # audit-<kind>: `kibitz audit`
+AUDIT_FILE = "audit.parquet"  # the per-player table in audit-<kind>/ (catalog view <kind>_audit)
 
 
 def games_dir(home: Path | None = None) -> Path:
@@ -80,6 +82,10 @@ def aggregates_dir(game: str, home: Path | None = None) -> Path:
 
 def meta_dir(game: str, home: Path | None = None) -> Path:
     return (home or home_dir()) / f"{META_PREFIX}{game}"
+
+
+def audit_dir(game: str, home: Path | None = None) -> Path:
+    return (home or home_dir()) / f"{AUDIT_PREFIX}{game}"
 
 
 def tracking_uri(explicit: str | None = None, *, home: Path | None = None) -> str:

@@ -27,6 +27,7 @@ Run ``python -m pytest tests/test_go_ranks.py`` to check the table above.
 from __future__ import annotations
 
 import functools
+import math
 import re
 
 import pyarrow as pa
@@ -100,6 +101,16 @@ def rank_num(rank: str) -> float:
         return PRO_RANK_NUM
     n = int(rank[:-1])
     return float(n) if rank.endswith("d") else float(1 - n)
+
+
+def rank_label(num: float) -> str:
+    """The amateur rank nearest to a point of the numeric scale (inverse of :func:`rank_num`).
+
+    >>> rank_label(0.0), rank_label(-2.4), rank_label(3.6), rank_label(0.6)
+    ('1k', '3k', '4d', '1d')
+    """
+    nearest = math.floor(num + 0.5)  # halves round up, not to even
+    return f"{nearest}d" if nearest >= 1 else f"{1 - nearest}k"
 
 
 @functools.lru_cache(maxsize=256)

@@ -14,16 +14,22 @@ cluster start-up):
 5. draw a report PNG: the player's prior profile next to each rank group's (the paper's Fig. 3)
    and their loss by move number (Fig. 4).
 
-Run: ``kibitz estimate chess games.pgn --player NAME --model kibitz-out/meta-chess [--json]``.
+The meta-models are the game's shipped default ``kibitz-meta-<game>`` (``models/``, resolved and
+verified through the registry by :mod:`pipeline.meta.registered`) unless ``--model`` names
+another registry entry or a ``kibitz train meta`` folder; before extracting anything the nets
+are checked against the sha256 the model's training features recorded.
+
+Run: ``kibitz estimate chess games.pgn --player NAME [--model kibitz-out/meta-chess] [--json]``.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +49,8 @@ from pipeline.meta.aggregate import (
     run_aggregate,
 )
 from pipeline.meta.model import MetaDataError
+from pipeline.meta.progressive import Step, further_games, games_for_confidence, score_steps
+from pipeline.meta.registered import check_nets
 from pipeline.meta.train import MetaModels
 
 log = logging.getLogger(__name__)
@@ -61,15 +69,34 @@ class Estimate:
     games_found: int  # games of the player in the files
     games_used: int  # of those, games with features (readable and legal)
     moves_used: int
+    model: str  # the meta-models applied: registry name or folder
     n_model: int  # the trained n whose model was applied
     feature_set: str
+    # That model's own figures on the evaluation games at n_model (rank-group sampling, as
+    # `kibitz train meta` measured them): how far to trust this estimate. None if not recorded.
+    model_accuracy: float | None
+    model_accuracy_pm1: float | None
+    model_samples: int | None
+    # The continuous estimate on the data's scale (chess rating, Go numeric rank) with its
+    # conformal 80 % and 95 % intervals ([low, high]); None where the model has no strength part.
+    strength_scale: str | None
+    strength: float | None
+    interval_80: list[float] | None
+    interval_95: list[float] | None
+    # Games at which the model's measured ±1-group accuracy reaches `confidence` (trained n
+    # interpolated), and how many more than `games_used` that is; None: not reached.
+    confidence: float
+    games_needed: int | None
+    further_games: int | None
     rank_group: str
     rank_group_index: int
     prediction: float  # the regressor's output before rounding (group index scale)
     band: list[str]  # the group and its neighbours (the ±1 band)
     rank_groups: list[str]  # every group, weakest first
+    n_trained: list[int]  # the n the meta-models were trained at
     rated_rank_groups: list[str]  # the player's own groups according to the files, if any
     report: str | None
+    steps: list[dict] | None  # --progressive: the estimate after each game (progressive.Step)
     seconds: float
 
     def to_text(self) -> str:
@@ -78,11 +105,56 @@ class Estimate:
             if self.rated_rank_groups
             else ""
         )
-        return (
-            f"{self.player}: estimated rank group {self.rank_group} (±1 band {self.band[0]} … {self.band[-1]})"
-            f" from {self.games_used} game(s), {self.moves_used} moves; meta-model {self.feature_set} n={self.n_model}"
-            f"{rated}\nreport: {self.report}"
+        trust = (
+            f"; at n={self.n_model} it is right {100 * self.model_accuracy:.1f} % of the time"
+            f" (±1 group: {100 * self.model_accuracy_pm1:.1f} %) on {self.model_samples:,}"
+            " evaluation samples"
+            if self.model_accuracy is not None and self.model_accuracy_pm1 is not None
+            else f"; no accuracy recorded for n={self.n_model}"
         )
+        return (
+            f"{self._steps_text()}"
+            f"{self.player}: estimated rank group {self.rank_group} (±1 band {self.band[0]} … {self.band[-1]})"
+            f" from {self.games_used} game(s), {self.moves_used} moves{rated}\n"
+            f"{self._strength_text()}"
+            f"model: {self.model} ({self.feature_set}, n={self.n_model}){trust}\n"
+            f"{self._needed_text()}"
+            f"report: {self.report}"
+        )
+
+    def _needed_text(self) -> str:
+        target = f"{100 * self.confidence:.0f} % right within ±1 group"
+        if self.games_needed is None:
+            return f"games for {target}: more than the model's largest n ({max(self.n_trained)})\n"
+        more = f"{self.further_games} more" if self.further_games else "reached"
+        return f"games for {target}: {self.games_needed} ({more})\n"
+
+    def _steps_text(self) -> str:
+        if not self.steps:
+            return ""
+        label = game_kind(self.game).strength_label
+        lines = ["after game | rank group | strength (80 %)"]
+        for step in self.steps:
+            strength = (
+                f"{label(step['strength'])} ({label(step['interval_80'][0])} …"
+                f" {label(step['interval_80'][1])})"
+                if step["strength"] is not None
+                else "–"
+            )
+            group = self.rank_groups[step["rank_group_index"]]
+            lines.append(f"{step['games']:>10} | {group:>10} | {strength}")
+        return "\n".join(lines) + "\n"
+
+    def _strength_text(self) -> str:
+        if self.strength is None:
+            return ""
+        label = game_kind(self.game).strength_label
+        bands = [
+            f"{level}: {label(iv[0])} … {label(iv[1])}"
+            for level, iv in (("80 %", self.interval_80), ("95 %", self.interval_95))
+            if iv is not None
+        ]
+        return f"strength ({self.strength_scale}): {label(self.strength)} ({'; '.join(bands)})\n"
 
 
 def read_player_games(game: str, sources: list[str], player: str) -> tuple[pa.Table, int]:
@@ -115,14 +187,17 @@ def read_player_games(game: str, sources: list[str], player: str) -> tuple[pa.Ta
 def extraction_config(
     models: MetaModels, config_path: Path | None, nodes: int | None
 ) -> ExtractConfig:
-    """The training features' extraction config (so the columns match), else the preset."""
+    """The training features' extraction config (so the columns match): the copy in the
+    manifest, else (manifests written before it) the features folder's, else the preset."""
     if config_path is not None:
         from pipeline.extract.config import load_config
 
         config = load_config(config_path)
     else:
+        saved = (models.manifest.get("features_config") or {}).get("config")
         features_dir = models.manifest.get("features_dir")
-        saved = features_run_config(Path(features_dir)).get("config") if features_dir else None
+        if not saved and features_dir:
+            saved = features_run_config(Path(features_dir)).get("config")
         config = config_from_dict(saved) if saved else preset(models.manifest["game"])
     if nodes:
         config.value.nodes = nodes
@@ -169,6 +244,13 @@ def player_instances(aggregates: Path, player: str) -> pa.Table:
     return instances.filter(mine)
 
 
+def in_game_order(instances: pa.Table, games: pa.Table) -> pa.Table:
+    """The player's instances in the order their games come in the files (a dump or an
+    export lists games by time), so that "after game k" means the first k games."""
+    position = pc.index_in(instances["game_id"], value_set=games["game_id"])
+    return instances.take(pc.sort_indices(pa.table({"p": position}), [("p", "ascending")]))
+
+
 def own_loss_by_move(features: pa.Table, player: str) -> pa.Table:
     """(move_number, loss_mean) of the player's own moves."""
     mine = pc.and_(
@@ -180,22 +262,38 @@ def own_loss_by_move(features: pa.Table, player: str) -> pa.Table:
 
 
 def draw_report(
-    models: MetaModels, instances: pa.Table, features: pa.Table, player: str, path: Path
+    models: MetaModels,
+    instances: pa.Table,
+    features: pa.Table,
+    player: str,
+    path: Path,
+    *,
+    steps: list[Step] | None = None,
 ) -> Path:
     """One PNG: the player's prior profile (Fig. 3) and loss by move number (Fig. 4) against
-    each rank group of the meta-models' training aggregates."""
+    each rank group of the meta-models' training aggregates; with ``steps``, a third panel: the
+    estimate and its intervals after each game."""
     from matplotlib.figure import Figure
 
-    from pipeline.meta.figures import draw_loss_by_move, draw_prior_profile, net_order
+    from pipeline.meta.figures import (
+        draw_loss_by_move,
+        draw_prior_profile,
+        draw_progression,
+        net_order,
+    )
 
     nets = net_order(instances.column_names)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a net with no value stays NaN
         mine = {
-            n: float(np.nanmean(instances[instance_column("prior", n, "geomean")].to_numpy(zero_copy_only=False)))
+            n: float(
+                np.nanmean(
+                    instances[instance_column("prior", n, "geomean")].to_numpy(zero_copy_only=False)
+                )
+            )
             for n in nets
         }
-    trained = Path(models.manifest.get("aggregates_dir", ""))
+    trained = models.aggregates_dir
     try:
         profile = load_mart(trained, "prior_profile")
         by_move = load_mart(trained, "loss_by_move_number")
@@ -209,8 +307,17 @@ def draw_report(
     if profile.num_rows:
         profile = profile.filter(pc.equal(profile["game"], game))
         by_move = by_move.filter(pc.equal(by_move["game"], game))
-    fig = Figure(figsize=(13, 4.2))
-    left, right = fig.subplots(1, 2)
+    panels = 3 if steps else 2
+    fig = Figure(figsize=(6.5 * panels, 4.2))
+    axes = fig.subplots(1, panels)
+    left, right = axes[0], axes[1]
+    if steps:
+        strength = models.strength()
+        draw_progression(
+            axes[2], steps, models.group_names,
+            label=game_kind(game).strength_label,
+            scale=strength.scale if strength is not None else None,
+        )  # fmt: skip
     draw_prior_profile(left, profile, models.group_names, nets, player=mine, player_label=player)
     draw_loss_by_move(
         right,
@@ -234,13 +341,21 @@ def run_estimate(
     config_path: Path | None = None,
     nodes: int | None = None,
     feature_set: str | None = None,
+    progressive: bool = False,
+    confidence: float = 0.9,
 ) -> Estimate:
-    """Read → extract → aggregate → predict → report for one player's games."""
+    """Read → extract → aggregate → predict → report for one player's games.
+
+    ``progressive``: also the estimate after each game (in the files' order), in the result
+    and the report. ``confidence``: the ±1-group accuracy the games-needed figure aims at.
+    """
     started = time.perf_counter()
     if models.manifest["game"] != game:
         raise MetaDataError(
             f"meta-models in {str(models.root)!r} are for {models.manifest['game']!r}, not {game!r}"
         )
+    if config_path is None:
+        check_nets(models)
     games, _ = read_player_games(game, sources, player)
     config = extraction_config(models, config_path, nodes)
     features, dropped = extract_in_process(config, games)
@@ -253,33 +368,51 @@ def run_estimate(
             f"no moves of player {player!r} survived extraction ({dropped} games dropped)"
         )
     columns = feature_columns(instances.column_names)
+    instances = in_game_order(instances, games)
     matrix = np.column_stack(
         [instances[c].to_numpy(zero_copy_only=False).astype(np.float64) for c in columns]
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a feature no instance has stays NaN
-        mean = np.nanmean(matrix, axis=0)[None, :]  # (1, F) the player's sample
-    n_model = models.nearest_n(instances.num_rows)
+    )  # (K, F) the player's instances, game by game
     chosen = feature_set or models.feature_set()
-    raw, index = models.predict(mean, columns, chosen, n_model)
+    steps = score_steps(models, matrix, columns, chosen)
+    last = steps[-1]  # every game: the estimate
     groups = models.group_names
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", player)
-    report = draw_report(models, instances, features, player, work_dir / f"estimate_{safe}.png")
+    report = draw_report(
+        models, instances, features, player, work_dir / f"estimate_{safe}.png",
+        steps=steps if progressive else None,
+    )  # fmt: skip
     rated = sorted(set(instances["rank_group"].drop_null().to_pylist()))
+    measured = models.accuracy(chosen, last.n_model) or {}
+    pm1 = [(models.accuracy(chosen, n) or {}).get("accuracy_pm1") for n in models.ns]
+    needed = games_for_confidence(models.ns, pm1, confidence)
+    strength = models.strength()
     return Estimate(
         player=player,
         game=game,
         games_found=games.num_rows,
         games_used=instances.num_rows,
         moves_used=int(pc.sum(instances["moves_all"]).as_py()),
-        n_model=n_model,
+        model=models.manifest.get("name") or str(models.root),
+        n_model=last.n_model,
         feature_set=chosen,
-        rank_group=groups[int(index[0])],
-        rank_group_index=int(index[0]),
-        prediction=float(raw[0]),
-        band=_band(groups, int(index[0])),
+        model_accuracy=measured.get("accuracy"),
+        model_accuracy_pm1=measured.get("accuracy_pm1"),
+        model_samples=measured.get("samples"),
+        strength_scale=strength.scale if strength is not None else None,
+        strength=last.strength,
+        interval_80=last.interval_80,
+        interval_95=last.interval_95,
+        confidence=confidence,
+        games_needed=None if needed is None else math.ceil(needed - 1e-9),
+        further_games=further_games(needed, instances.num_rows),
+        rank_group=groups[last.rank_group_index],
+        rank_group_index=last.rank_group_index,
+        prediction=last.prediction,
+        band=_band(groups, last.rank_group_index),
         rank_groups=groups,
+        n_trained=models.ns,
         rated_rank_groups=rated,
         report=str(report),
+        steps=[asdict(step) for step in steps] if progressive else None,
         seconds=round(time.perf_counter() - started, 2),
     )

@@ -25,6 +25,7 @@ Read top to bottom, a run:
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -121,18 +122,36 @@ def games_files(games_root: Path, game: str) -> list[str]:
 def plan_chunks(
     games_root: Path, config: ExtractConfig, *, max_games: int | None = None
 ) -> list[ExtractChunk]:
-    """Every games file cut into ``games_per_chunk`` row ranges; ``max_games`` keeps the first."""
-    chunks = []
-    budget = max_games if max_games is not None else float("inf")
+    """Every games file cut into ``games_per_chunk`` row ranges, the files taken in turn.
+
+    Round-robin over the files rather than file after file: ingest writes a file per input
+    file, month and chunk (a rating band's dump, a Fox rank group), so a run stopped part-way,
+    or cut by ``max_games`` (which keeps the first games of this order), holds games of every
+    band or group rather than all of the first file's. Chunk ids do not depend on the order, so
+    a resume is exact.
+    """
     digest = config.config_hash()
+    per_file = []
     for rel in games_files(games_root, config.game):
         rows = pq.ParquetFile(games_root / rel).metadata.num_rows
-        for start in range(0, rows, config.games_per_chunk):
-            if budget <= 0:
-                return chunks
-            stop = int(min(start + config.games_per_chunk, rows, start + budget))
-            budget -= stop - start
-            chunks.append(ExtractChunk(chunk_id(digest, rel, start, stop), Part(rel, start, stop)))
+        per_file.append(
+            [
+                (rel, start, min(start + config.games_per_chunk, rows))
+                for start in range(0, rows, config.games_per_chunk)
+            ]
+        )
+    chunks = []
+    budget = max_games if max_games is not None else float("inf")
+    for rel, start, stop in itertools.chain.from_iterable(
+        itertools.zip_longest(*per_file, fillvalue=(None, 0, 0))
+    ):
+        if rel is None:
+            continue
+        if budget <= 0:
+            break
+        stop = int(min(stop, start + budget))
+        budget -= stop - start
+        chunks.append(ExtractChunk(chunk_id(digest, rel, start, stop), Part(rel, start, stop)))
     return chunks
 
 
@@ -255,7 +274,7 @@ def run_extract(
     """Run (or resume) one extraction; return the summary, also written to ``_summary.json``."""
     # Imported here: `pipeline` stays importable without Ray; this is where the driver
     # crosses into `actors`.
-    from actors.extract_runner import ACTOR_RESTARTING, RAY_ERRORS, ExtractRunner
+    from actors.extract_runner import ACTOR_RESTARTING, RAY_ERRORS, ExtractRunner, task_failure
 
     games_root, out_root = Path(games_root), Path(out_root)
     store = ChunkStore(out_root, PARTITION_COLUMNS)
@@ -308,7 +327,7 @@ def run_extract(
                 failures = state.failures.get(part, 0) + 1
                 state.failures[part] = failures
                 stats.retries += 1
-                reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                error_type, reason = task_failure(exc)
                 log.warning("part %s failed (%d/%d): %s", part, failures, ATTEMPTS, reason)
                 if failures < ATTEMPTS:
                     submit(state, part)
@@ -322,9 +341,7 @@ def run_extract(
                         submit(state, single)
                 else:
                     games = read_games_rows(games_root, part)
-                    state.quarantined.append(
-                        quarantine_rows(games, part, {0: reason}, type(exc).__name__)
-                    )
+                    state.quarantined.append(quarantine_rows(games, part, {0: reason}, error_type))
             else:
                 state.results[part] = result
                 stats.add(result)

@@ -75,6 +75,11 @@ class GameKind(Protocol):
         written under ``out_dir`` in the format the reader takes (0 = all); the files."""
         ...
 
+    def strength_label(self, value: float) -> str:
+        """A point of the data's strength scale as a player reads it (an estimate's report):
+        a chess rating, a Go rank on Kibitz's numeric scale with the nearest rank."""
+        ...
+
     def check_net(self, net: str, games: str | Path, **options: Any) -> MoveMatchResult:
         """Move matching of ``net`` (registry name or file) on the games under ``games``
         (``kibitz models check``); ``options``: ``max_games``, ``backend``, ``device``."""

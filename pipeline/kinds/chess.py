@@ -136,6 +136,10 @@ class ChessKind:
             written.append(target)
         return written
 
+    def strength_label(self, value: float) -> str:
+        """A Lichess rating, to the point."""
+        return f"{value:.0f}"
+
     def check_net(self, net: str, games: str | Path, **options: Any) -> MoveMatchResult:
         from pipeline.nets.check_chess import check_net
 

@@ -111,6 +111,12 @@ class GoKind:
             written.append(target)
         return written
 
+    def strength_label(self, value: float) -> str:
+        """Kibitz's numeric rank (1k = 0, n k = 1 − n, n d = n) and the nearest rank."""
+        from pipeline.go_game.ranks import rank_label
+
+        return f"{value:+.1f} (≈ {rank_label(value)})"
+
     def check_net(self, net: str, games: str | Path, **options: Any) -> MoveMatchResult:
         from pipeline.nets.check_go import check_net
 

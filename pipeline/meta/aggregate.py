@@ -189,6 +189,10 @@ def run_aggregate(
     summary = {
         "features_dir": str(features_dir.resolve()),
         "features_config_hash": extract_config.get("config_hash"),
+        # The extraction's own record (nets and their sha256, settings), so that the aggregates
+        # alone say what they were made from: `kibitz train meta` and a shipped meta-model
+        # read it here when the features folder is gone or on another machine.
+        "features_config": extract_config,
         "parameters": asdict(config),
         "moves": moves,
         "rows": rows,
@@ -217,6 +221,15 @@ def load_summary(aggregates_dir: Path) -> dict[str, Any]:
     if not path.is_file():
         raise AggregatesNotFoundError(f"no {SUMMARY_FILE} in {str(aggregates_dir)!r}")
     return json.loads(path.read_text())
+
+
+def aggregated_features_config(summary: dict[str, Any]) -> dict[str, Any]:
+    """The extraction record (``_config.yaml``) of the features an aggregates folder came from:
+    the copy in its summary, else (aggregates written before the copy) the features folder's."""
+    if summary.get("features_config"):
+        return summary["features_config"]
+    features_dir = summary.get("features_dir")
+    return features_run_config(Path(features_dir)) if features_dir else {}
 
 
 def feature_columns(names: Sequence[str]) -> list[str]:

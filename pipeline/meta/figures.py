@@ -17,8 +17,9 @@ Run: ``kibitz report --aggregates kibitz-out/aggregates-chess --out kibitz-out/r
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from pipeline.meta.aggregate import AggregatesNotFoundError, load_mart
 
@@ -128,6 +130,37 @@ def draw_loss_by_move(
     ax.set_ylabel("loss (mean ± std)")
     ax.set_title("loss by move number per rank group", fontsize=9)
     ax.legend(fontsize=7, ncol=2)
+
+
+def draw_progression(
+    ax: Axes,
+    steps: Sequence[Any],
+    groups: Sequence[str],
+    *,
+    label: Callable[[float], str] = str,
+    scale: str | None = None,
+) -> None:
+    """The estimate after each game on ``ax``: the strength with its 80 % and 95 % intervals
+    when the steps carry one (``progressive.Step``), else the rank group."""
+    games = np.array([s.games for s in steps])
+    if scale is not None and all(s.strength is not None for s in steps):
+        point = np.array([s.strength for s in steps])
+        for attr, alpha, name in (("interval_95", 0.15, "95 %"), ("interval_80", 0.3, "80 %")):
+            bounds = np.array([getattr(s, attr) for s in steps])
+            ax.fill_between(games, bounds[:, 0], bounds[:, 1], color="tab:blue", alpha=alpha,
+                            lw=0, label=name)  # fmt: skip
+        ax.plot(games, point, color="black", marker="o", ms=3, lw=1.5, label="estimate")
+        ticks = ax.get_yticks()
+        ax.set_yticks(ticks, [label(t) for t in ticks], fontsize=7)
+        ax.set_ylabel(scale)
+    else:
+        ax.plot(games, [s.rank_group_index for s in steps], color="black", marker="o", ms=3)
+        ax.set_yticks(range(len(groups)), groups, fontsize=7)
+        ax.set_ylabel("rank group")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("games")
+    ax.set_title("estimate after each game", fontsize=9)
+    ax.legend(fontsize=7)
 
 
 def sscore_figure(instances: pa.Table, groups: Sequence[str]) -> Figure | None:

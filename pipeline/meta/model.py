@@ -76,6 +76,12 @@ FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "full_dcloss": ("sscore", "prior", "loss", "dcloss"),
 }
 CHEN_PREFIX = "chen_sscore_"  # method name of the baseline: chen_sscore_<net>
+# The feature sets an estimate uses, first trained first: the paper's full set, with the
+# difficulty-corrected losses when they were trained.
+PREFERRED_SETS = ("full_dcloss", "full")
+# Instance columns holding a rated strength, tried in order: a game kind's data carry one of them
+# (Lichess a rating; Fox a rank, which the staging SQL places on Kibitz's numeric rank scale).
+STRENGTH_COLUMNS = ("rating", "rank_num")
 
 
 class MetaDataError(KibitzError, ValueError):
@@ -105,9 +111,13 @@ class MetaConfig:
     # The strength nets (extraction config names) whose s-scores the models may use; empty:
     # every one in the features (the chess preset extracts two).
     sscore_nets: tuple[str, ...] = ()
-    # LightGBM defaults (100 trees, 31 leaves, lr 0.1) plus what makes a run repeatable.
+    # LightGBM defaults (100 trees, 31 leaves, lr 0.1) plus what makes a run repeatable: one
+    # thread (the same models on any machine, as a refit of a shipped model must be; and on a
+    # busy 2-core machine one thread trained 13x faster than two, which wait on each other).
     lgbm_params: dict = field(
-        default_factory=lambda: {"deterministic": True, "force_row_wise": True, "verbose": -1}
+        default_factory=lambda: {
+            "deterministic": True, "force_row_wise": True, "num_threads": 1, "verbose": -1
+        }
     )
 
 
@@ -122,6 +132,10 @@ class InstanceData:
     unit: np.ndarray  # (N,) int64 (player, rank group) id for player-specific sampling
     game_id: np.ndarray  # (N,) object
     group_names: list[str]  # index → rank group label
+    # (N,) rated strength on the data's scale (NaN: unrated), and that scale's column name
+    # (:data:`STRENGTH_COLUMNS`); None where the table had none (the intervals need it).
+    strength: np.ndarray | None = None
+    strength_scale: str | None = None
 
     @property
     def groups(self) -> int:
@@ -131,13 +145,15 @@ class InstanceData:
         return InstanceData(
             self.features[rows], self.columns, self.group[rows], self.split[rows],
             self.unit[rows], self.game_id[rows], self.group_names,
+            None if self.strength is None else self.strength[rows], self.strength_scale,
         )  # fmt: skip
 
     def with_columns(self, keep: Sequence[int]) -> InstanceData:
         """The same instances with only the feature columns at ``keep``."""
         return InstanceData(
             self.features[:, list(keep)], [self.columns[i] for i in keep], self.group,
-            self.split, self.unit, self.game_id, self.group_names,
+            self.split, self.unit, self.game_id, self.group_names, self.strength,
+            self.strength_scale,
         )  # fmt: skip
 
 
@@ -264,7 +280,19 @@ def instance_data(
     players = pc.fill_null(instances["player"], "").to_numpy(zero_copy_only=False)
     unit_key = np.char.add(np.char.add(players.astype(str), "\x00"), group.astype(str))
     unit = np.unique(unit_key, return_inverse=True)[1].astype(np.int64)
-    return InstanceData(features, columns, group, split_codes, unit, game_id, names)
+    strength, scale = _strength(instances)
+    return InstanceData(
+        features, columns, group, split_codes, unit, game_id, names, strength, scale
+    )
+
+
+def _strength(instances: pa.Table) -> tuple[np.ndarray | None, str | None]:
+    """The first of :data:`STRENGTH_COLUMNS` with a rated instance, as float64 (NaN: unrated)."""
+    for name in STRENGTH_COLUMNS:
+        if name in instances.column_names and instances[name].null_count < instances.num_rows:
+            values = pc.cast(instances[name], pa.float64()).to_numpy(zero_copy_only=False)
+            return np.asarray(values, dtype=np.float64), name
+    return None, None
 
 
 def _rng(seed: int, n: int, purpose: int) -> np.random.Generator:
@@ -326,7 +354,7 @@ def build_samples(data: InstanceData, n: int, config: MetaConfig) -> dict[str, S
         out[name] = rank_group_samples(
             part.features, part.group, n=n, draws_per_group=draws[name],
             rng=_rng(config.seed, n, purpose),
-        )  # fmt: skip
+        ).with_strength(part.strength)  # fmt: skip
     return out
 
 
@@ -335,7 +363,7 @@ def player_eval_samples(data: InstanceData, n: int, config: MetaConfig) -> Sampl
     return player_samples(
         data.features, data.unit, data.group, n=n, repeats=config.player_repeats,
         rng=_rng(config.seed, n, 3),
-    )  # fmt: skip
+    ).with_strength(data.strength)  # fmt: skip
 
 
 def fit_model(
@@ -435,6 +463,9 @@ class NResult:
     n: int
     models: dict[str, TrainedModel]
     evaluations: list[Evaluation]
+    # The samples they were fitted and measured on, by name ("train", "validation",
+    # "evaluation", "player"): the strength intervals (pipeline/meta/intervals.py) reuse them.
+    samples: dict[str, Samples | None] = field(default_factory=dict)
 
 
 def train_and_evaluate(
@@ -481,7 +512,7 @@ def train_and_evaluate(
     for net, means in chen_group_means(data, config).items():
         for sampling, eval_samples in per_sampling.items():
             evaluations.append(evaluate_chen(net, means, data.columns, eval_samples, sampling, n))
-    return NResult(n, models, evaluations)
+    return NResult(n, models, evaluations, {**samples, "player": per_sampling["player"]})
 
 
 def results_table(evaluations: Sequence[Evaluation]) -> pa.Table:

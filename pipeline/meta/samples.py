@@ -21,7 +21,7 @@ features) that skips missing values (NaN) per feature.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,9 +41,19 @@ class Samples:
     label: np.ndarray  # (S,) int64 rank group index of the sample
     members: np.ndarray  # (S, n) int64 rows of the instance table
     unit: np.ndarray  # (S,) int64 the pool drawn from: rank group or player unit
+    # (S,) mean rated strength of the members (NaN: none rated); None until
+    # :meth:`with_strength` gives the instances' strengths (the strength intervals' target).
+    strength: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.label.shape[0])
+
+    def with_strength(self, strength: np.ndarray | None) -> Samples:
+        """These samples with the mean of ``strength`` (N,) over each one's members."""
+        if strength is None:
+            return self
+        mean = average_rows(np.asarray(strength, np.float64)[:, None], self.members)[:, 0]
+        return replace(self, strength=mean)
 
 
 def floyd_subsets(pool_sizes: np.ndarray, n: int, u: np.ndarray) -> np.ndarray:

@@ -46,12 +46,22 @@ from pipeline.core.tracking import (
 from pipeline.meta import report as meta_report
 from pipeline.meta.aggregate import (
     AggregateConfig,
-    features_run_config,
+    aggregated_features_config,
     load_mart,
     load_summary,
     run_aggregate,
 )
+from pipeline.meta.intervals import (
+    STRENGTH_MODEL,
+    SavedStrength,
+    StrengthModel,
+    saved_strength,
+    strength_at_n,
+    strength_manifest,
+    strength_markdown,
+)
 from pipeline.meta.model import (
+    PREFERRED_SETS,
     Evaluation,
     InstanceData,
     MetaConfig,
@@ -77,13 +87,10 @@ class MetaModelsNotFoundError(FileNotFoundError):
     """A folder without the manifest of ``kibitz train meta``."""
 
 
-def feature_nets(features_dir: Path | None) -> tuple[list[dict], dict]:
-    """The imitation and strength nets of a features run (``_config.yaml``), and that file."""
-    if features_dir is None:
-        return [], {}
-    run_config = features_run_config(features_dir)
+def feature_nets(run_config: dict[str, Any]) -> list[dict]:
+    """The imitation and strength nets of a features run (its ``_config.yaml`` record)."""
     config = run_config.get("config", {})
-    return config.get("imitation_nets", []) + config.get("strength_nets", []), run_config
+    return config.get("imitation_nets", []) + config.get("strength_nets", [])
 
 
 def _registry_entry(model: str) -> Any:
@@ -96,17 +103,16 @@ def _registry_entry(model: str) -> Any:
         return None
 
 
-def net_hashes(features_dir: Path | None) -> dict[str, str]:
-    """sha256 of each net of the features run, by column name part.
+def net_hashes(run_config: dict[str, Any]) -> dict[str, str]:
+    """sha256 of each net of a features run (its ``_config.yaml`` record), by column name part.
 
-    The sha256 ``kibitz extract`` recorded in ``_config.yaml`` (the weights the features came
-    from); for features written before it recorded them, the registry's current entry, and
-    ``"unregistered"`` for nets given as paths or missing from the registry.
+    The sha256 ``kibitz extract`` recorded (the weights the features came from); for features
+    written before it recorded them, the registry's current entry, and ``"unregistered"`` for
+    nets given as paths or missing from the registry.
     """
-    nets, run_config = feature_nets(features_dir)
     recorded = run_config.get("nets") or {}
     hashes = {}
-    for net in nets:
+    for net in feature_nets(run_config):
         sha = recorded.get(net["model"])
         if not sha:
             entry = _registry_entry(net["model"])
@@ -118,12 +124,12 @@ def net_hashes(features_dir: Path | None) -> dict[str, str]:
     return hashes
 
 
-def kibitz_trained_nets(features_dir: Path | None) -> list[str]:
+def kibitz_trained_nets(run_config: dict[str, Any]) -> list[str]:
     """The nets of a features run that ``kibitz train`` made (formats ``kibitz-sscore``,
     ``kibitz-sscore-levels`` and ``kibitz-go-policy``, by registry entry or ``.kibitz.pt``
     file): Kibitz trains them on the train split of its one game split (``pipeline.core.data_split``)."""
     found = []
-    for net in feature_nets(features_dir)[0]:
+    for net in feature_nets(run_config):
         model = str(net["model"])
         if model.endswith(".kibitz.pt"):
             fmt = "kibitz"
@@ -153,6 +159,12 @@ def warn_in_sample(config: MetaConfig, trained: list[str]) -> None:
         )
 
 
+def _figure(value: float) -> float | None:
+    """An accuracy for the manifest: 4 decimals, None when nothing was evaluated (not NaN,
+    which JSON lacks)."""
+    return None if np.isnan(value) else round(float(value), 4)
+
+
 def _write_table(table: pa.Table, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path.with_suffix(".parquet"))
@@ -177,6 +189,7 @@ class TrainMetaRun:
     player_aggregates_dir: Path | None = None  # player-specific protocol on other instances
     tracking_uri: str | None = None  # default: the embedded store in out_dir
     aggregate: AggregateConfig = field(default_factory=AggregateConfig)
+    command: str | None = None  # the command line, for the manifest and a shipped model's card
 
 
 def prepare_aggregates(run: TrainMetaRun) -> Path:
@@ -271,6 +284,7 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
     run.aggregates_dir = aggregates
     agg_summary = load_summary(aggregates)
     features_dir = run.features_dir or Path(agg_summary["features_dir"])
+    run_config = aggregated_features_config(agg_summary)
     data = instance_data(
         load_mart(aggregates, "player_instance_features"),
         load_mart(aggregates, "rank_groups"),
@@ -278,16 +292,14 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
         split=config.split,
     )
     data = keep_sscore_nets(data, config.sscore_nets)
-    features_found = features_dir if features_dir.is_dir() else None
-    trained = kibitz_trained_nets(features_found)
+    trained = kibitz_trained_nets(run_config)
     warn_in_sample(config, trained)
     player_data = _player_data(run, data, config)
     tracking_uri = run.tracking_uri or default_tracking_uri(run.out_dir)
-    hashes = net_hashes(features_found)
-    counts = {
-        name: int(np.sum(data.split == code))
-        for name, code in (("train", TRAIN), ("validation", VALIDATION), ("evaluation", EVALUATION))
-    }
+    hashes = net_hashes(run_config)
+    splits = (("train", TRAIN), ("validation", VALIDATION), ("evaluation", EVALUATION))
+    counts = {name: int(np.sum(data.split == code)) for name, code in splits}
+    games = {name: int(np.unique(data.game_id[data.split == code]).size) for name, code in splits}
     base_params = {
         "game": run.game,
         "split_hash": config.split.split_hash(),
@@ -315,6 +327,8 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
         "rank_groups": ",".join(data.group_names),
     }
     results: list[NResult] = []
+    strength_models: dict[int, StrengthModel] = {}
+    strength_rows: list[dict] = []
     experiment = EXPERIMENT.format(game=run.game)
     with tracked_run(
         experiment,
@@ -329,6 +343,19 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
             results.append(result)
             for model in result.models.values():
                 model.save(run.out_dir / "models" / model.feature_set / f"n{n}.txt")
+            strength_model, rows = strength_at_n(data, result, config)
+            if strength_model is not None:
+                strength_model.save(run.out_dir / STRENGTH_MODEL.format(n=n))
+                strength_models[n] = strength_model
+                strength_rows += rows
+                log_metrics(
+                    {
+                        f"strength_{r['sampling']}_{k}_n{n}": v
+                        for r in rows
+                        for k, v in r.items()
+                        if k.startswith(("coverage", "mae"))
+                    }
+                )
             for evaluation in result.evaluations:
                 _child(
                     evaluation, run=run, tracking_uri=tracking_uri, parent_id=parent_id,
@@ -357,6 +384,13 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
                 meta_report.accuracy_figure(table, sampling),
                 run.out_dir / "plots" / f"accuracy_{sampling}.png",
             )
+        if strength_rows:
+            strength_table = pa.Table.from_pylist(strength_rows)
+            _write_table(strength_table, tables / "strength")
+            (tables / "strength.md").write_text(
+                strength_markdown(strength_rows, data.strength_scale) + "\n"
+            )
+            log_file(tables / "strength.md", artifact_path="tables")
         best = {f"accuracy_{e.sampling}_{e.method}_n{e.n}": e.accuracy for e in evaluations}
         log_metrics(best)
         manifest = {
@@ -383,9 +417,27 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
             "seed": config.seed,
             "aggregate": agg_summary["parameters"],
             "features_config_hash": agg_summary.get("features_config_hash"),
-            "features_dir": str(features_dir),
-            "aggregates_dir": str(aggregates),
+            "features_dir": str(features_dir.resolve()),
+            "aggregates_dir": str(aggregates.resolve()),  # a relative path: inside the folder
+            # What the features were extracted with (nets, their sha256, settings): `kibitz
+            # estimate` extracts a player's games the same way, and checks the nets' sha256.
+            "features_config": run_config,
+            "nets": hashes,
             "instances": counts,
+            "games": games,
+            "results": [
+                {
+                    "method": e.method,
+                    "n": e.n,
+                    "sampling": e.sampling,
+                    "accuracy": _figure(e.accuracy),
+                    "accuracy_pm1": _figure(e.accuracy_pm1),
+                    "samples": e.samples,
+                }
+                for e in evaluations
+            ],
+            "command": run.command,
+            "strength": strength_manifest(strength_models, strength_rows, data.strength_scale),
             "tracking_uri": tracking_uri,
             "mlflow_parent_run_id": parent_id,
             "seconds": round(time.perf_counter() - started, 1),
@@ -415,13 +467,31 @@ class MetaModels:
         """The trained n closest to ``games`` (ties → the smaller n, the more cautious model)."""
         return min(self.ns, key=lambda n: (abs(n - games), n))
 
-    def feature_set(self, preferred: Sequence[str] = ("full_dcloss", "full")) -> str:
+    def feature_set(self, preferred: Sequence[str] = PREFERRED_SETS) -> str:
         """The first of ``preferred`` that was trained, else any trained set."""
         trained = list(self.manifest["models"])
         for name in preferred:
             if name in trained:
                 return name
         return trained[0]
+
+    @property
+    def aggregates_dir(self) -> Path:
+        """The training aggregates (a shipped model's are inside its folder, named relatively)."""
+        path = Path(self.manifest.get("aggregates_dir", "aggregates"))
+        return path if path.is_absolute() else self.root / path
+
+    def accuracy(self, feature_set: str, n: int, sampling: str = "rank_group") -> dict | None:
+        """The model's own figures on the evaluation games at ``n`` (accuracy, accuracy_pm1,
+        samples), as measured by ``kibitz train meta``; None for manifests without them."""
+        for row in self.manifest.get("results", []):
+            if (row["method"], row["n"], row["sampling"]) == (feature_set, n, sampling):
+                return row
+        return None
+
+    def strength(self) -> SavedStrength | None:
+        """The continuous strength model with its calibrated intervals, if trained."""
+        return saved_strength(self.root, self.manifest)
 
     def booster(self, feature_set: str, n: int) -> lgb.Booster:
         return lgb.Booster(model_file=str(self.root / self.manifest["models"][feature_set][str(n)]))

@@ -1,5 +1,5 @@
 """``kibitz models check NAME --sgf FILE`` for Go: move-matching accuracy and mean
-log-likelihood of a KataGo net on real games, per rank group.
+log-likelihood of a KataGo net or a rank-conditioned policy on real games, per rank group.
 
 Games are read with the ingestion reader (``pipeline.ingest.sgf``: SGF files, one-game-per-line
 collections, folders, 7z archives), encoded with ``pipeline.go_game.encode`` (KataGo's v7 inputs and
@@ -9,9 +9,17 @@ log-likelihood = log of the played move's probability. A position's band is the 
 rank group (``3-5k``, ``1d``, … or ``mixed``). HumanSL nets (with a metadata input) need
 ``profile``, the rank profile whose 192-wide row KataGo feeds them (``pipeline.go_game.metadata``).
 
+A rank-conditioned policy (``kibitz-go-policy`` format: all 19 ranks' logits in one pass) is
+scored at each position's own rank, the rank of the player to move, which the games table holds
+(``black_rank`` / ``white_rank``; for the 1d … 9d files the game's rank); positions of movers
+outside 10k … 9d are left out and counted. Each row also names the conditioning rank with the
+highest mean log-likelihood of the band's moves, and ``profile`` (a rank, ``3d``) adds the
+figures at that one rank.
+
 Run::
 
     python -m pipeline.nets.check_go katago-g170-b6c96 ../shared/data/go/fox-selected/candidating/1d.sgf --max-games 20
+    python -m pipeline.nets.check_go kibitz-go-policy ../shared/data/go/fox-selected/candidating --profile 3d
 """
 
 from __future__ import annotations
@@ -26,8 +34,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from pipeline.go_game.encode import encode_games
+from pipeline.core.errors import KibitzError
+from pipeline.go_game.encode import GoPositions, encode_games
 from pipeline.go_game.rules import GoGameSpec
+from pipeline.nets.go_rank_policy import GO_POLICY_RANKS, GoRankPolicyNet, rank_index, rank_indices
 from pipeline.nets.katago_outputs import policy_log_probabilities
 from pipeline.nets.move_matching import MoveMatchResult, MoveMatchTally
 
@@ -40,6 +50,10 @@ MIXED_BAND = "mixed"  # players in different rank groups, or unranked
 
 class GamesNotFoundError(FileNotFoundError):
     """No SGF games where the user pointed."""
+
+
+class ProfileError(KibitzError, ValueError):
+    """A rank profile missing for a net that needs one, or given to a net without a rank input."""
 
 
 def read_games(path: Path, *, max_games: int | None) -> Iterator[pa.Table]:
@@ -102,6 +116,32 @@ def _game_specs(table: pa.Table, komi: float | None) -> list[GoGameSpec]:
     ]
 
 
+def mover_ranks(table: pa.Table, positions: GoPositions) -> np.ndarray:
+    """(N,) rank-axis index (``GO_POLICY_RANKS``) of each position's player to move; -1 where
+    that rank is none of them."""
+    black = rank_indices(np.asarray(table.column("black_rank").to_pylist(), dtype=object))
+    white = rank_indices(np.asarray(table.column("white_rank").to_pylist(), dtype=object))
+    game = positions.game_index
+    return np.where(positions.black_to_move, black[game], white[game])
+
+
+def rank_conditioned_scores(
+    logits: np.ndarray, legal: np.ndarray, played: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(N, R) log-likelihood of the played move and (N, R) top-1 = played, under each of a
+    rank-conditioned policy's (N, R, 362) logits, softmax over the legal moves.
+
+    float32 with the maximum subtracted (the sums in float64): a log-probability is exact to
+    ~1e-6 nats even where the probability itself would underflow, at half float64's memory.
+    """
+    masked = np.where(legal[:, None, :], logits, -np.inf).astype(np.float32)  # (N, R, 362)
+    masked -= masked.max(axis=2, keepdims=True)
+    log_total = np.log(np.exp(masked).sum(axis=2, dtype=np.float64))  # (N, R)
+    rows = np.arange(len(played))
+    played_lp = masked[rows, :, played] - log_total  # (N, R)
+    return played_lp, masked.argmax(axis=2) == played[:, None]
+
+
 def check_net(
     name: str,
     path: str | Path,
@@ -113,9 +153,10 @@ def check_net(
     komi: float | None = None,
     profile: str | None = None,
 ) -> MoveMatchResult:
-    """Move matching of net ``name`` (registry name or .bin.gz path) on the games under
-    ``path`` (at most ``max_games`` per source file). ``komi`` overrides the games' komi (Fox
-    records ``KM[0]`` for most even games); ``profile`` is the HumanSL rank profile."""
+    """Move matching of net ``name`` (registry name or net file) on the games under ``path``
+    (at most ``max_games`` per source file). ``komi`` overrides the games' komi (Fox records
+    ``KM[0]`` for most even games); ``profile`` is the HumanSL rank profile (``rank_1d``) or, for
+    a rank-conditioned policy, a rank (``1d``) whose figures each row adds."""
     from pipeline.nets.evaluator import make_evaluator
     from pipeline.nets.loading import load_net
 
@@ -123,8 +164,13 @@ def check_net(
     evaluate = make_evaluator(net, backend=backend, device=device)
     needs_meta = "meta" in net.input_names
     if needs_meta and profile is None:
-        raise ValueError(f"net {name!r} is a HumanSL net: pass a rank profile (rank_1d, …)")
-    tally = MoveMatchTally()
+        raise ProfileError(f"net {name!r} is a HumanSL net: pass a rank profile (rank_1d, …)")
+    conditioned = isinstance(net, GoRankPolicyNet)
+    if profile is not None and not (needs_meta or conditioned):
+        raise ProfileError(f"net {name!r} has no rank input: a profile would change nothing")
+    if conditioned and profile is not None:
+        rank_index(profile)  # an UnknownRankError naming the ranks, before any game is read
+    tally = MoveMatchTally(conditionings=GO_POLICY_RANKS if conditioned else ())
     started = time.perf_counter()
     for table in _batches(read_games(Path(path), max_games=max_games), batch_positions):
         positions = encode_games(_game_specs(table, komi))
@@ -144,23 +190,32 @@ def check_net(
 
             # (N, 192): the row differs by side to move (whose rank is "own")
             inputs["meta"] = metadata_rows(profile, positions.black_to_move)
-        logits = evaluate(inputs)["policy"]  # (N, P, 362)
-        log_probs = policy_log_probabilities(logits, positions.legal)  # (N, 362)
+        logits = evaluate(inputs)["policy"]  # (N, P, 362); rank-conditioned (N, R, 362)
         played = positions.played_index.astype(np.int64)
-        rows = np.arange(n)
         band_of_game = np.asarray(
             [group or MIXED_BAND for group in table.column("rank_group").to_pylist()], dtype=object
         )
         labels, counts = np.unique(band_of_game, return_counts=True)
-        tally.add(
-            band_of_game[positions.game_index],
-            log_probs.argmax(axis=1) == played,
-            log_probs[rows, played],
-            dict(zip(labels.tolist(), counts.tolist(), strict=True)),
-        )
+        games_per_band = dict(zip(labels.tolist(), counts.tolist(), strict=True))
+        bands = band_of_game[positions.game_index]
+        if conditioned:
+            own = mover_ranks(table, positions)  # (N,)
+            ranked = np.flatnonzero(own >= 0)
+            tally.unranked_positions += n - len(ranked)
+            played_lp, top1 = rank_conditioned_scores(logits, positions.legal, played)
+            tally.add(
+                bands[ranked], top1[ranked, own[ranked]], played_lp[ranked, own[ranked]],
+                games_per_band, conditioned_top1=top1[ranked],
+                conditioned_logprob=played_lp[ranked],
+            )  # fmt: skip
+        else:
+            log_probs = policy_log_probabilities(logits, positions.legal)  # (N, 362)
+            tally.add(bands, log_probs.argmax(axis=1) == played,
+                      log_probs[np.arange(n), played], games_per_band)  # fmt: skip
     return tally.result(
-        net=str(name), source=str(path), backend=backend, seconds=time.perf_counter() - started
-    )
+        net=str(name), source=str(path), backend=backend, seconds=time.perf_counter() - started,
+        profile=profile if conditioned else None,
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,7 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default="torch", choices=("torch", "onnx", "tensorrt"))
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--komi", type=float, help="override the games' komi")
-    parser.add_argument("--profile", help="HumanSL rank profile, e.g. rank_1d or preaz_5k")
+    parser.add_argument(
+        "--profile",
+        help="HumanSL rank profile (rank_1d, preaz_5k); a rank-conditioned policy's rank (3d)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     result = check_net(

@@ -16,5 +16,11 @@ LEVELS_FORMAT = "kibitz-sscore-levels"  # pipeline/nets/sscore_levels.py: the he
 KIBITZ_FORMAT = "kibitz"
 # The formats a model.kibitz.pt header may name.
 KIBITZ_FORMATS = (SSCORE_FORMAT, GO_POLICY_FORMAT, LEVELS_FORMAT)
-# Every format a registry entry may name; pipeline.nets.loading has one loader per name.
+# Every net format a registry entry may name; pipeline.nets.loading has one loader per name.
 NET_FORMATS = (LC0_FORMAT, KATAGO_FORMAT, *KIBITZ_FORMATS, KIBITZ_FORMAT)
+# A ``kibitz train meta`` output shipped as a registry entry (``pipeline/meta/registered.py``):
+# the entry's file is the manifest ``meta_models.json``, which lists every other file's sha256.
+# Not a net: ``kibitz estimate`` loads it, no net loader does.
+META_FORMAT = "kibitz-meta"
+# Every format a registry entry may name.
+REGISTRY_FORMATS = (*NET_FORMATS, META_FORMAT)

@@ -14,6 +14,15 @@ Ranks with training data learn their own ``delta_r``; ranks without data (10k…
 selection covers 5k…9d) keep ``delta_r = 0`` and get the linear extrapolation of the trained
 trend, which the model card states plainly.
 
+The trunk is Kibitz's own residual tower (``blocks`` × ``channels``, trained from scratch: the
+shipped ``kibitz-go-policy``) or a KataGo net's trunk (``trunk_layout``: KataGo's
+``katago_net.KataGoTrunk``, whose weights :func:`policy_on_katago_trunk` copies exactly from a
+loaded KataGo net). Both read the inputs Kibitz's Go encoder makes for KataGo (input features
+v7), so either trunk sees the same positions. Training keeps the trunk frozen
+(:meth:`GoRankPolicyNet.freeze_trunk`: only the head learns) or fine-tunes it, optionally at a
+lower learning rate (:meth:`GoRankPolicyNet.parameter_groups`); the late rank layers are the
+same either way.
+
 Contract C4: inputs ("spatial", "global") (B, 22, 19, 19), (B, 19) → output ("policy",)
 (B, R, 362) raw logits, rank axis in :data:`GO_POLICY_RANKS` order. :meth:`GoRankPolicyNet.at_rank`
 gives a one-rank C4 net with output ("policy",) (B, 362) for tools that want one level.
@@ -24,6 +33,7 @@ gives a one-rank C4 net with output ("policy",) (B, 362) for tools that want one
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,14 +41,21 @@ from torch import nn
 
 from pipeline.core.errors import KibitzError
 from pipeline.go_game import spec as go_spec
+from pipeline.nets.katago_net import KataGoNet, KataGoTrunk
 from pipeline.nets.sscore_net import ResidualTrunk
 
 # 10k … 1k, 1d … 9d, weakest first (keep in sync with docs/train.md).
 GO_POLICY_RANKS = tuple([f"{n}k" for n in range(10, 0, -1)] + [f"{n}d" for n in range(1, 10)])
+# How training treats a KataGo trunk: "frozen" trains the head only, "finetune" the trunk too.
+TRUNK_MODES = ("frozen", "finetune")
 
 
 class UnknownRankError(KibitzError, ValueError):
     """A rank label that is not one of GO_POLICY_RANKS."""
+
+
+class TrunkError(KibitzError, ValueError):
+    """A trunk that cannot carry the rank-conditioned policy (wrong net, inputs or shape)."""
 
 
 def rank_number(rank: str) -> float:
@@ -65,9 +82,17 @@ class GoRankPolicyConfig:
     head_channels: int = (
         32  # width of the per-rank FiLM features (the per-rank cost scales with it)
     )
+    # A KataGo trunk's layout (``katago_model_file.trunk_layout``); blocks and channels are then
+    # its own. None: Kibitz's residual trunk of blocks × channels.
+    trunk_layout: dict[str, Any] | None = None
 
-    def to_dict(self) -> dict[str, int]:
-        return asdict(self)
+    def to_dict(self) -> dict[str, Any]:
+        """Without ``trunk_layout`` when it is None: the header of a from-scratch net stays what
+        it always was, so ``--init-from`` still matches the shipped model's shape."""
+        d = asdict(self)
+        if d["trunk_layout"] is None:
+            del d["trunk_layout"]
+        return d
 
 
 class RankParameter(nn.Module):
@@ -96,7 +121,12 @@ class GoRankPolicyNet(nn.Module):
         self.config = config
         c, h = config.channels, config.head_channels
         t = torch.tensor([rank_number(r) / 10.0 for r in GO_POLICY_RANKS])  # (R,)
-        self.trunk = ResidualTrunk(go_spec.NUM_SPATIAL, go_spec.NUM_GLOBAL, config.blocks, c)
+        self.trunk: nn.Module = (
+            ResidualTrunk(go_spec.NUM_SPATIAL, go_spec.NUM_GLOBAL, config.blocks, c)
+            if config.trunk_layout is None
+            else _katago_trunk(config)
+        )
+        self.trunk_frozen = False
         self.head_conv = nn.Conv2d(c, h, 3, padding=1, bias=False)
         self.head_bn = nn.BatchNorm2d(h)
         self.gamma = RankParameter((h,), t, base_init=1.0)
@@ -111,6 +141,31 @@ class GoRankPolicyNet(nn.Module):
         spatial = torch.zeros(batch, go_spec.NUM_SPATIAL, go_spec.NN_LEN, go_spec.NN_LEN)
         spatial[:, 0] = 1.0  # the on-board plane
         return spatial, torch.zeros(batch, go_spec.NUM_GLOBAL)
+
+    def freeze_trunk(self) -> None:
+        """Train the head only: the trunk's weights take no gradient (so the optimiser never
+        touches them and no activations are kept for a backward pass through it), and it stays in
+        eval mode (batch norms keep their statistics)."""
+        self.trunk.requires_grad_(False)
+        self.trunk_frozen = True
+        self.trunk.eval()
+
+    def train(self, mode: bool = True) -> GoRankPolicyNet:
+        """As nn.Module's, but a frozen trunk stays in eval mode."""
+        super().train(mode)
+        if self.trunk_frozen:
+            self.trunk.eval()
+        return self
+
+    def parameter_groups(self, trunk_lr_scale: float) -> list[dict[str, Any]]:
+        """Optimiser groups: the head at the schedule's LR, the trunk's trainable weights (none
+        when frozen) at ``trunk_lr_scale`` times it (``lr_scale``, read by the training loop)."""
+        head = [p for name, p in self.named_parameters() if not name.startswith("trunk.")]
+        trunk = [p for p in self.trunk.parameters() if p.requires_grad]
+        groups = [{"params": head, "lr_scale": 1.0}]
+        if trunk:
+            groups.append({"params": trunk, "lr_scale": trunk_lr_scale})
+        return groups
 
     def features(self, spatial: torch.Tensor, global_: torch.Tensor) -> torch.Tensor:
         """The rank-independent part: (B, H, 361)."""
@@ -171,8 +226,49 @@ class GoRankPolicyAtRank(nn.Module):
         return self.net.forward_rank(spatial, global_, self.rank)
 
 
+def _katago_trunk(config: GoRankPolicyConfig) -> KataGoTrunk:
+    """The KataGo trunk of ``config`` (zero weights), checked against the Go encoder's inputs and
+    the config's shape."""
+    try:
+        trunk = KataGoTrunk(config.trunk_layout)
+    except ValueError as error:
+        raise TrunkError(str(error)) from None
+    inputs = (trunk.spatial_channels, trunk.global_channels)
+    if inputs != (go_spec.NUM_SPATIAL, go_spec.NUM_GLOBAL):
+        raise TrunkError(
+            f"KataGo trunk reads {inputs[0]} spatial + {inputs[1]} global inputs; Kibitz's Go "
+            f"encoder makes {go_spec.NUM_SPATIAL} + {go_spec.NUM_GLOBAL} (input features v7)"
+        )
+    if (trunk.blocks, trunk.channels) != (config.blocks, config.channels):
+        raise TrunkError(
+            f"config says {config.blocks} blocks × {config.channels} channels, its KataGo trunk "
+            f"has {trunk.blocks} × {trunk.channels}"
+        )
+    return trunk
+
+
+def katago_trunk_config(katago: nn.Module, head_channels: int) -> GoRankPolicyConfig:
+    """The config of a rank head on ``katago``'s trunk: blocks and channels are the trunk's."""
+    if not isinstance(katago, KataGoNet):
+        raise TrunkError(f"a trunk must come from a KataGo net, got a {type(katago).__name__}")
+    layout = katago.trunk_layout
+    return GoRankPolicyConfig(
+        blocks=len(layout["blocks"]), channels=int(layout["channels"]),
+        head_channels=head_channels, trunk_layout=layout,
+    )  # fmt: skip
+
+
+def policy_on_katago_trunk(katago: nn.Module, head_channels: int) -> GoRankPolicyNet:
+    """A fresh rank head on ``katago``'s trunk, whose weights are copied exactly (the net's
+    trunk features equal the KataGo net's on every position)."""
+    net = GoRankPolicyNet(katago_trunk_config(katago, head_channels))
+    net.trunk.trunk.load_state_dict(katago.trunk.state_dict())
+    return net
+
+
 def build_go_rank_policy(config: GoRankPolicyConfig | dict) -> GoRankPolicyNet:
-    """A fresh net from a config or its dict (as stored in model headers)."""
+    """A fresh net from a config or its dict (as stored in model headers): a KataGo trunk is
+    rebuilt from its layout, so a model's own state dict fills it without the KataGo file."""
     if isinstance(config, dict):
         config = GoRankPolicyConfig(**config)
     return GoRankPolicyNet(config)

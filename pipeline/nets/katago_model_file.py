@@ -35,8 +35,9 @@ from __future__ import annotations
 import gzip
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -664,6 +665,56 @@ class _Reader:
             value_head=value_head,
             source=self.source,
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# Trunk layouts: a trunk's records without their numbers
+
+
+def trunk_layout(trunk: Trunk) -> dict[str, Any]:
+    """The trunk's records as plain JSON types, every array replaced by ``{"shape": [...]}``.
+
+    Everything but the weights: block kinds, layer names, shapes, dilations, activations, batch
+    norm epsilons. A Kibitz model whose trunk is KataGo's stores this in its header, so the
+    trunk's modules can be rebuilt (:func:`trunk_from_layout`) and its weights loaded from the
+    model's own state dict, without the KataGo file.
+    """
+
+    def describe(value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return {"shape": list(value.shape)}
+        if is_dataclass(value):
+            return {"record": type(value).__name__,
+                    **{f.name: describe(getattr(value, f.name)) for f in fields(value)}}  # fmt: skip
+        if isinstance(value, tuple):
+            return [describe(v) for v in value]
+        return value
+
+    return describe(trunk)
+
+
+_LAYOUT_RECORDS = {
+    cls.__name__: cls
+    for cls in (ConvLayer, BatchNormLayer, Activation, MatMulLayer, MatBiasLayer, OrdinaryBlock,
+                GlobalPoolingBlock, NestedBottleneckBlock, MetadataEncoder, Trunk)
+}  # fmt: skip
+
+
+def trunk_from_layout(layout: dict[str, Any]) -> Trunk:
+    """Trunk records of :func:`trunk_layout`'s shape with zero arrays (a weightless skeleton whose
+    modules take their weights from a state dict)."""
+
+    def build(value: Any) -> Any:
+        if isinstance(value, dict) and "record" in value:
+            cls = _LAYOUT_RECORDS[value["record"]]
+            return cls(**{f.name: build(value[f.name]) for f in fields(cls)})
+        if isinstance(value, dict):
+            return np.zeros(value["shape"], dtype=np.float32)
+        if isinstance(value, list):
+            return tuple(build(v) for v in value)
+        return value
+
+    return build(layout)
 
 
 def check_supported_version(version: int, source: str) -> None:

@@ -28,6 +28,9 @@ max] over the board; the value head pools [mean, mean * (sqrt(area) - 14) / 10,
 mean * ((sqrt(area) - 14)^2 / 100 - 0.1)]; the trunk gets the global features (and the
 metadata encoder's output) as a per-channel bias after the initial convolution.
 
+``KataGoTrunk`` is a net's trunk alone, the feature extractor under Kibitz's rank-conditioned Go
+policy when it is trained on KataGo's trunk (``pipeline.nets.go_rank_policy``).
+
 Run ``python -m pipeline.nets.katago_net MODEL.bin.gz`` to print the output shapes of a forward pass.
 """
 
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -49,11 +53,15 @@ from pipeline.nets.katago_model_file import (
     KataGoModelMeta,
     MatBiasLayer,
     MatMulLayer,
+    MetadataEncoder,
     ModelDescription,
     NestedBottleneckBlock,
     OrdinaryBlock,
     read_model_file,
+    trunk_from_layout,
+    trunk_layout,
 )
+from pipeline.nets.katago_model_file import Trunk as TrunkRecord
 
 # ---------------------------------------------------------------------------------------------
 # Layers
@@ -190,11 +198,8 @@ def _block(block: Block) -> nn.Module:
 class MetadataEncoderNet(nn.Module):
     """(B, 192) SGF metadata -> (B, trunk channels) bias, HumanSL only."""
 
-    def __init__(self, desc: ModelDescription) -> None:
+    def __init__(self, encoder: MetadataEncoder) -> None:
         super().__init__()
-        encoder = desc.trunk.metadata_encoder
-        if encoder is None:
-            raise ValueError(f"{desc.source}: model {desc.name!r} has no metadata encoder")
         self.layer1 = _linear(encoder.mul1, encoder.bias1)
         self.act1 = _activation(encoder.act1)
         self.layer2 = _linear(encoder.mul2, encoder.bias2)
@@ -207,13 +212,14 @@ class MetadataEncoderNet(nn.Module):
 
 
 class Trunk(nn.Module):
-    def __init__(self, desc: ModelDescription) -> None:
+    def __init__(self, trunk: TrunkRecord) -> None:
         super().__init__()
-        trunk = desc.trunk
         self.initial_conv = _conv(trunk.initial_conv)
         self.initial_matmul = _linear(trunk.initial_matmul)
         self.metadata_encoder = (
-            MetadataEncoderNet(desc) if trunk.metadata_encoder is not None else None
+            MetadataEncoderNet(trunk.metadata_encoder)
+            if trunk.metadata_encoder is not None
+            else None
         )
         self.blocks = nn.ModuleList(_block(block) for block in trunk.blocks)
         self.tip = NormActMask(trunk.tip_bn, trunk.tip_act)
@@ -320,8 +326,10 @@ class KataGoNet(nn.Module):
         self.spatial_channels = desc.spatial_channels
         self.global_channels = desc.global_channels
         self.meta_channels = desc.meta_channels
+        # What rebuilding the trunk alone needs (KataGoTrunk), without the file's numbers.
+        self.trunk_layout: dict[str, Any] = trunk_layout(desc.trunk)
         self.board_mask = BoardMask()
-        self.trunk = Trunk(desc)
+        self.trunk = Trunk(desc.trunk)
         self.policy_head = PolicyHead(desc)
         self.value_head = ValueHead(desc)
         self.eval()
@@ -356,6 +364,46 @@ class KataGoNet(nn.Module):
         policy = self.policy_head(trunk, mask, width)  # (B, P, HW + 1)
         value, misc, ownership = self.value_head(trunk, mask, width)
         return policy, value, misc, ownership
+
+
+class KataGoTrunk(nn.Module):
+    """A KataGo net's trunk alone, as a feature extractor for Kibitz's own heads:
+    (spatial (B, 22, 19, 19), global (B, 19)) -> (B, C, 19, 19), the trunk tip KataGo's policy
+    and value heads read (after its batch norm, activation and board mask).
+
+    Built from a trunk layout (``katago_model_file.trunk_layout``) with zero weights, so a model
+    that embeds the trunk rebuilds it from its header and loads the weights from its own state
+    dict; :meth:`from_net` copies a loaded net's weights exactly. The trunk's batch norms are the
+    file's inference form (fixed per-channel scale and bias buffers): fine-tuning trains the
+    convolutions and matmuls, not the norms. Nets with an SGF-metadata input (HumanSL) are
+    refused: their trunk needs the (B, 192) metadata row, which a Kibitz head does not give.
+    """
+
+    def __init__(self, layout: dict[str, Any]) -> None:
+        super().__init__()
+        record = trunk_from_layout(layout)
+        if record.metadata_encoder is not None:
+            raise ValueError(
+                f"KataGo trunk {record.name!r} has an SGF-metadata encoder (HumanSL): its "
+                "features depend on a metadata input a Kibitz head does not give"
+            )
+        self.channels = record.channels
+        self.blocks = len(record.blocks)
+        self.spatial_channels = record.initial_conv.in_channels
+        self.global_channels = record.initial_matmul.in_channels
+        self.board_mask = BoardMask()
+        self.trunk = Trunk(record)
+
+    @classmethod
+    def from_net(cls, net: KataGoNet) -> KataGoTrunk:
+        """The trunk of ``net``, weights and norms copied exactly."""
+        trunk = cls(net.trunk_layout)
+        trunk.trunk.load_state_dict(net.trunk.state_dict())
+        return trunk
+
+    def forward(self, spatial: torch.Tensor, global_input: torch.Tensor) -> torch.Tensor:
+        mask, width = self.board_mask(spatial)  # (B, 1, H, W), (B, 1)
+        return self.trunk(spatial, global_input, None, mask, width)  # (B, C, H, W)
 
 
 def load_katago_net(path: str | Path) -> KataGoNet:

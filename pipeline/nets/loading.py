@@ -105,7 +105,10 @@ def format_for_path(path: Path) -> str:
 def load_net_file(path: Path, fmt: str) -> nn.Module:
     """Load a net file with the loader for ``fmt`` (a name in ``formats.NET_FORMATS``)."""
     if fmt not in LOADERS:
-        raise ValueError(f"unknown net format {fmt!r}, expected one of {sorted(LOADERS)!r}")
+        raise ModelNotFoundError(
+            f"{str(path)!r} has format {fmt!r}, which is not a net (net formats:"
+            f" {', '.join(sorted(LOADERS))}; meta-models are read by `kibitz estimate`)"
+        )
     return LOADERS[fmt](path)
 
 

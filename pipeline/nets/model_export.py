@@ -33,7 +33,7 @@ from torch import nn
 from pipeline.nets.formats import KIBITZ_FORMATS
 from pipeline.nets.kibitz_model_file import ModelFileError, read_model_file
 from pipeline.nets.onnx_export import export_onnx
-from pipeline.nets.registry import USER_REGISTRY_NAME, file_sha256
+from pipeline.nets.registry import file_sha256, write_entry
 
 WEIGHTS_NAME = "model.kibitz.pt"
 ONNX_NAME = "model.onnx"
@@ -99,10 +99,8 @@ def register_model(
     ):
         if source.is_file() and source.resolve() != (target / source.name).resolve():
             shutil.copy2(source, target / source.name)
-    registry = models_root / USER_REGISTRY_NAME
-    doc = yaml.safe_load(registry.read_text(encoding="utf-8")) if registry.is_file() else None
-    entries = [e for e in (doc or {}).get("models", []) if e.get("name") != name]
-    entries.append(
+    write_entry(
+        models_root,
         {
             "name": name,
             "game": game,
@@ -111,12 +109,7 @@ def register_model(
             "sha256": exported.sha256,
             "license": license,
             "description": description,
-        }
-    )
-    entries.sort(key=lambda e: e["name"])
-    text = "# Kibitz's own trained nets (kibitz train … --register NAME); see docs/train.md.\n"
-    registry.write_text(
-        text + yaml.safe_dump({"models": entries}, sort_keys=False), encoding="utf-8"
+        },
     )
     return target / WEIGHTS_NAME
 

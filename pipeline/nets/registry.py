@@ -34,7 +34,7 @@ import yaml
 
 from pipeline.core import settings
 from pipeline.core.errors import KibitzError
-from pipeline.nets.formats import NET_FORMATS
+from pipeline.nets.formats import REGISTRY_FORMATS
 
 logger = logging.getLogger(__name__)
 
@@ -109,10 +109,10 @@ def _read_registry(path: Path, *, models_dir: Path, source: str) -> list[ModelEn
             raise RegistryFileError(f"{str(path)!r}: models[{i}] lacks {missing!r}: {item!r}")
         if item["game"] not in GAMES:
             raise RegistryFileError(f"{str(path)!r}: models[{i}] has game {item['game']!r}")
-        if item["format"] not in NET_FORMATS:
+        if item["format"] not in REGISTRY_FORMATS:
             raise RegistryFileError(
                 f"{str(path)!r}: models[{i}] has format {item['format']!r}, "
-                f"expected one of {sorted(NET_FORMATS)!r}"
+                f"expected one of {sorted(REGISTRY_FORMATS)!r}"
             )
         entries.append(
             ModelEntry(
@@ -146,6 +146,24 @@ def list_models(*, models_dir: Path | None = None) -> list[ModelEntry]:
         for entry in _read_registry(user_file, models_dir=root, source=str(user_file)):
             by_name[entry.name] = entry
     return list(by_name.values())
+
+
+def write_entry(models_root: Path, entry: dict[str, Any]) -> Path:
+    """Add (or replace, by name) one entry of ``models_root/registry.yaml``; entries sorted by name.
+
+    How ``kibitz train … --register NAME`` ships a model: the folder ``models_root/NAME/`` holds
+    the files, this entry names the one to verify.
+    """
+    registry = Path(models_root) / USER_REGISTRY_NAME
+    doc = yaml.safe_load(registry.read_text(encoding="utf-8")) if registry.is_file() else None
+    entries = [e for e in (doc or {}).get("models", []) if e.get("name") != entry["name"]]
+    entries.append(entry)
+    entries.sort(key=lambda e: e["name"])
+    text = "# Kibitz's own trained models (kibitz train … --register NAME); see docs/train.md.\n"
+    registry.write_text(
+        text + yaml.safe_dump({"models": entries}, sort_keys=False), encoding="utf-8"
+    )
+    return registry
 
 
 def file_sha256(path: Path) -> str:

@@ -11,7 +11,15 @@ Evaluation (evaluation split): move-matching accuracy and mean log-likelihood pe
 with the net conditioned on the mover's own rank, and the matrix "net conditioned on rank group
 a (its representative rank), games of group b" whose diagonal should be best per column.
 
+The trunk is Kibitz's residual tower trained from scratch (the default), or with ``trunk`` a
+registered KataGo net's trunk, copied exactly and then frozen (only the rank head trains) or
+fine-tuned with the head at ``trunk_lr_scale`` × the LR. The header's ``trunk`` records the
+KataGo net (registry name, sha256, licence) and the mode; the exported file holds the trunk's
+weights, so loading it never needs the KataGo file.
+
     kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy --max-minutes 40
+    kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy-katago \
+        --trunk katago-g170-b6c96 --trunk-mode frozen --device cuda --batch-size 256
 """
 
 from __future__ import annotations
@@ -30,10 +38,15 @@ from pipeline.go_game import spec as go_spec
 from pipeline.nets.formats import GO_POLICY_FORMAT
 from pipeline.nets.go_rank_policy import (
     GO_POLICY_RANKS,
+    TRUNK_MODES,
     GoRankPolicyConfig,
     GoRankPolicyNet,
+    TrunkError,
+    katago_trunk_config,
+    policy_on_katago_trunk,
     rank_indices,
 )
+from pipeline.nets.katago_net import KataGoNet
 from pipeline.nets.legal_softmax import legal_mask, masked_log_softmax
 from pipeline.nets.model_export import ExportedModel
 from pipeline.train.device import module_device
@@ -64,16 +77,38 @@ GROUP_REPRESENTATIVE = {"3-5k": "3k", "1-2k": "1k", **{g: g for g in GO_RANK_GRO
 class GoPolicyTrainConfig(TrainSettings):
     """Everything that decides a run; saved in checkpoints, MLflow and the model card."""
 
-    blocks: int = 6
+    blocks: int = 6  # Kibitz's own trunk only: a KataGo trunk has its file's shape
     channels: int = 64
     head_channels: int = 32
     batch_size: int = 64
     max_validation_games: int = 300
     max_steps: int = 6000
     validation_positions: int = 2048
+    # Registry name (or .bin.gz path) of a KataGo net whose trunk the policy starts from;
+    # None: Kibitz's residual trunk of blocks × channels, trained from scratch.
+    trunk: str | None = None
+    trunk_mode: str = "frozen"  # with a trunk: "frozen" (head only) or "finetune" (trunk too)
+    trunk_lr_scale: float = 0.1  # finetune: the trunk's LR is the schedule's times this
+
+    def __post_init__(self) -> None:
+        if self.trunk_mode not in TRUNK_MODES:
+            raise TrunkError(f"trunk mode {self.trunk_mode!r} is not one of {TRUNK_MODES!r}")
+        if not self.trunk_lr_scale > 0:
+            raise TrunkError(f"trunk LR scale must be > 0, got {self.trunk_lr_scale!r}")
 
     def net_config(self) -> GoRankPolicyConfig:
+        """The shape of Kibitz's own trunk and head (a KataGo trunk: :func:`katago_trunk_config`)."""
         return GoRankPolicyConfig(self.blocks, self.channels, self.head_channels)
+
+    def resume_keys(self) -> dict[str, Any]:
+        """As every trainer's, less the settings this run does not use: without a trunk the
+        trunk settings (so checkpoints written before trunks existed still resume), with one
+        blocks × channels (the trunk has its KataGo net's shape), frozen its LR scale."""
+        keys = super().resume_keys()
+        unused = ("blocks", "channels") if self.trunk else ("trunk", "trunk_mode", "trunk_lr_scale")
+        if self.trunk and self.trunk_mode == "frozen":
+            unused += ("trunk_lr_scale",)
+        return {k: v for k, v in keys.items() if k not in unused}
 
 
 @dataclass
@@ -173,6 +208,36 @@ class PolicyTrainResult:
     pools: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class TrunkSource:
+    """The KataGo net a run's trunk comes from, and what the model header records of it."""
+
+    net: KataGoNet
+    record: dict[str, Any]  # model, sha256, KataGo's model name and version, licence, mode
+
+
+def load_trunk_source(config: GoPolicyTrainConfig) -> TrunkSource:
+    """Load ``config.trunk`` through the registry (sha256-verified) or as a file."""
+    from pipeline.nets.loading import load_net
+    from pipeline.nets.registry import find_entry, is_registry_name, model_sha256
+
+    net = load_net(config.trunk)
+    if not isinstance(net, KataGoNet):
+        raise TrunkError(
+            f"--trunk {config.trunk!r} is a {type(net).__name__}; a trunk must be a KataGo net"
+        )
+    record = {
+        "model": str(config.trunk),
+        "sha256": model_sha256(config.trunk),
+        "katago_model": net.meta.name,
+        "model_version": net.meta.version,
+        "license": find_entry(config.trunk).license if is_registry_name(config.trunk) else None,
+        "mode": config.trunk_mode,
+        "lr_scale": config.trunk_lr_scale if config.trunk_mode == "finetune" else None,
+    }
+    return TrunkSource(net, record)
+
+
 def position_ranks(pool: PositionPool) -> np.ndarray:
     """(N,) rank-axis index of each position's mover (-1 outside GO_POLICY_RANKS)."""
     return rank_indices(pool.instance_rank)[pool.position_instance]
@@ -194,7 +259,7 @@ def _legal_and_target(
     return mask, torch.from_numpy(pool.played[rows]).to(device)
 
 
-def _loss(
+def policy_loss(
     net: GoRankPolicyNet, pool: PositionPool, rows: np.ndarray, ranks: np.ndarray
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean cross-entropy at the movers' ranks and the top-1 hits: (scalar, (B,) bool)."""
@@ -221,7 +286,7 @@ def validate(
     losses, hits = [], []
     for start in range(0, len(rows), 256):
         chunk = rows[start : start + 256]
-        loss, hit = _loss(net, pool, chunk, ranks[chunk])
+        loss, hit = policy_loss(net, pool, chunk, ranks[chunk])
         losses.append(float(loss) * len(chunk))
         hits.append(hit.cpu().numpy())
     net.train()
@@ -404,9 +469,23 @@ def train(
     out_dir = Path(out_dir)
     budget = TimeBudget(max_minutes)
     ckpt_dir = out_dir / "checkpoints"
+    source = load_trunk_source(config) if config.trunk else None
+    net_config = (
+        katago_trunk_config(source.net, config.head_channels) if source else config.net_config()
+    )
+
+    def build() -> GoRankPolicyNet:
+        if source is None:
+            return GoRankPolicyNet(net_config)
+        built = policy_on_katago_trunk(source.net, config.head_channels)
+        if config.trunk_mode == "frozen":
+            built.freeze_trunk()
+        return built
+
     net, optimizer, state = start_run(
-        lambda: GoRankPolicyNet(config.net_config()), config, ckpt_dir, resume=resume,
-        command=command, init_shape=(GO_POLICY_FORMAT, config.net_config().to_dict()),
+        build, config, ckpt_dir, resume=resume, command=command,
+        init_shape=(GO_POLICY_FORMAT, net_config.to_dict()),
+        param_groups=(lambda n: n.parameter_groups(config.trunk_lr_scale)) if source else None,
     )  # fmt: skip
     table = read_games(games_dir, "go")
     per = config.positions_per_instance
@@ -425,7 +504,7 @@ def train(
 
     def step(rng: np.random.Generator) -> StepOutput:
         rows = np.sort(usable[rng.integers(0, len(usable), size=config.batch_size)])
-        loss, _ = _loss(net, train_pool, rows, ranks[rows])
+        loss, _ = policy_loss(net, train_pool, rows, ranks[rows])
         return StepOutput(loss, {}, len(rows))
 
     with tracking.tracked_run(
@@ -463,7 +542,8 @@ def train(
             header = {
                 "format": GO_POLICY_FORMAT,
                 "game": "go",
-                "net": config.net_config().to_dict(),
+                "net": net_config.to_dict(),
+                **({"trunk": source.record} if source else {}),
                 "ranks": list(GO_POLICY_RANKS),
                 "trained_ranks": trained,
                 "train": run_record(params, state, config.batch_size, games_dir),

@@ -247,8 +247,10 @@ class TimeBudget:
 
 
 def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    """The schedule's ``lr`` for every group, times the group's ``lr_scale`` where it has one
+    (e.g. a fine-tuned pretrained trunk that learns slower than a fresh head)."""
     for group in optimizer.param_groups:
-        group["lr"] = lr
+        group["lr"] = lr * group.get("lr_scale", 1.0)
 
 
 def positions_trained(train: dict[str, Any]) -> int:
@@ -304,6 +306,7 @@ def start_run(
     resume: bool,
     command: str | None = None,
     init_shape: tuple[str, dict[str, Any]] | None = None,
+    param_groups: Callable[[nn.Module], list[dict[str, Any]]] | None = None,
 ) -> tuple[nn.Module, torch.optim.Optimizer, TrainState]:
     """Seed, build the net (after seeding: its initial weights depend on the seed) on
     ``settings.device``, AdamW, and the state — restored from ``checkpoint_dir`` when
@@ -312,6 +315,8 @@ def start_run(
 
     A new run with ``settings.init_from`` starts from that model's weights instead of random
     ones; ``init_shape`` = (format, net config dict) is what the model must match.
+    ``param_groups(net)``: AdamW's parameter groups (each may carry an ``lr_scale``, see
+    :func:`set_lr`); default one group of all the net's parameters.
     """
     rng = seed_everything(settings.seed)
     torch.use_deterministic_algorithms(True, warn_only=True)
@@ -324,7 +329,9 @@ def start_run(
         net.load_state_dict(weights)
         logger.info("starting from %s (sha256 %s)", settings.init_from, init["sha256"])
     optimizer = torch.optim.AdamW(
-        net.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
+        param_groups(net) if param_groups else net.parameters(),
+        lr=settings.lr,
+        weight_decay=settings.weight_decay,
     )
     state = TrainState(0, rng, [], 0.0, init=init)
     if resume:

@@ -309,15 +309,25 @@ def go_policy_card(header: dict[str, Any], name: str) -> str:
     """Card of the rank-conditioned Go policy."""
     from pipeline.train.go_policy import PolicyEvaluation  # torch-heavy: only for policy cards
 
-    net = header["net"]
+    net, trunk = header["net"], header.get("trunk")
     quality = header.get("quality")
+    shape = (
+        _katago_trunk_text(net, trunk)
+        if trunk
+        else f"{net['blocks']} residual blocks × {net['channels']} channels"
+    )
     lines = [
         f"# {name}",
         "",
         "Rank-conditioned Go imitation policy (`pipeline/nets/go_rank_policy.py`): one trunk pass "
         "gives move logits for all ranks 10k … 9d at once, output (B, 19, 362). "
-        f"{net['blocks']} residual blocks × {net['channels']} channels, per-rank FiLM head of "
-        f"{net['head_channels']} channels. Format `kibitz-go-policy`, ONNX beside it.",
+        f"{shape}, per-rank FiLM head of "
+        f"{net['head_channels']} channels. Format `kibitz-go-policy`, ONNX beside it."
+        + (
+            " The trunk's weights are in the file: loading it needs no KataGo file."
+            if trunk
+            else ""
+        ),
         "",
         f"Trained ranks (present in the training games): {', '.join(header['trained_ranks'])}. "
         "Ranks 10k…6k have no games in the Fox selection; their priors are the linear "
@@ -329,9 +339,21 @@ def go_policy_card(header: dict[str, Any], name: str) -> str:
     ]
     if quality:
         lines += [PolicyEvaluation.from_dict(quality).to_markdown(), ""]
+    lines += ["## How far from KataGo's HumanSL net, and why", ""]
+    if trunk:
+        lines += [
+            "KataGo's b18c384 HumanSL net was trained on GPUs on millions of human games, rank "
+            f"as an input of the whole net. This net's trunk learnt from KataGo's self-play "
+            f"({trunk['katago_model']}), not from people; its rank head saw about "
+            f"{_positions_seen(header):,.0f} training positions of Fox games on "
+            f"{_trained_on(header['train'])}. What separates adjacent ranks' moves is a few "
+            "millinats per move; the rank enters only the late layers, so all 19 ranks cost one "
+            "trunk pass.",
+            "",
+            *_licence(trunk),
+        ]
+        return "\n".join(lines)
     lines += [
-        "## How far from KataGo's HumanSL net, and why",
-        "",
         "KataGo's b18c384 HumanSL net was trained on GPUs on millions of human games; this "
         f"{net['blocks']} × {net['channels']} net saw about {_positions_seen(header):,.0f} "
         f"training positions on {_trained_on(header['train'])}. It imitates moves well for its "
@@ -343,6 +365,51 @@ def go_policy_card(header: dict[str, Any], name: str) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _katago_trunk_text(net: dict[str, Any], trunk: dict[str, Any]) -> str:
+    """What a policy on a KataGo trunk is made of: the net, its sha256, the training mode."""
+    mode = (
+        "kept frozen (only the rank head trained)"
+        if trunk["mode"] == "frozen"
+        else f"fine-tuned with the head, at {trunk['lr_scale']:g} × the head's learning rate"
+    )
+    return (
+        f"Trunk: KataGo's `{trunk['katago_model']}` (model version {trunk['model_version']}, "
+        f"{net['blocks']} residual blocks × {net['channels']} channels; `{trunk['model']}`, "
+        f"sha256 `{trunk['sha256']}`), copied exactly at the start of training and {mode}"
+    )
+
+
+def _licence(trunk: dict[str, Any]) -> list[str]:
+    """Whose terms the weights of a policy on a KataGo trunk are under: the KataGo net's licence
+    as the registry states it (none for a file given by path), and Apache-2.0 for the rest."""
+    stated = trunk.get("license")
+    licence = (
+        f'the registry gives its licence as "{stated}"'
+        if stated
+        else "it was given by path, so no registry states its licence: check its source's"
+    )
+    return [
+        "## Licence",
+        "",
+        f"The trunk's weights are KataGo's (`{trunk['katago_model']}`, lightvector/KataGo); "
+        f"{licence}. KataGo's repository licence is the MIT licence (copyright David J Wu): "
+        "its copyright and permission notice must accompany every copy of this file and of "
+        "`model.onnx`, which both embed those weights. The rank head's weights were trained by "
+        "Kibitz and, like Kibitz's code, are under Apache-2.0.",
+        "",
+    ]
+
+
+def model_licence(header: dict[str, Any]) -> str:
+    """The licence a registry entry of a trained model states: Apache-2.0, and for a policy on a
+    KataGo trunk also the KataGo net's licence, which its embedded trunk weights are under."""
+    trunk = header.get("trunk")
+    if not trunk:
+        return "Apache-2.0"
+    stated = trunk.get("license") or f"the licence of {trunk['katago_model']}"
+    return f"Apache-2.0 (rank head); trunk weights: {stated}"
 
 
 def render_card(header: dict[str, Any], name: str) -> str:

@@ -1,0 +1,199 @@
+"""MODEL_CARD.md of a shipped meta-model, rendered from its manifest only.
+
+Like the nets' cards (``pipeline/train/model_cards.py``), a card is a pure function of the
+header the model ships with, here ``meta_models.json``: what it estimates, the data and the
+split, the features and the nets they came from with their sha256, the command, seed and
+training time, and the accuracy tables measured on the evaluation games. So the card cannot
+drift from the model, and a test re-renders it::
+
+    python -m pipeline.meta.model_card models/kibitz-meta-chess   # rewrite the card
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from pipeline.meta.intervals import strength_markdown
+from pipeline.meta.report import markdown_table
+from pipeline.meta.train import MANIFEST_FILE
+
+CARD_FILE = "MODEL_CARD.md"
+# Kuboki et al. (2025), Table 2 (rank-group sampling, n = 20, the full feature set) and the
+# player-specific Go figure at n = 15: what the card measures itself against.
+PUBLISHED = {
+    "chess": "88.2 % at n = 20",
+    "go": "91.7 % at n = 20 (player-specific: 61.6 % at n = 15)",
+}
+# Licences of the nets whose outputs the features are; the meta-model is Kibitz's (Apache-2.0).
+NET_LICENCES = {
+    "maia": "Maia-1 (CSSLab/maia-chess): GPL-3.0",
+    "katago": "KataGo g170 (lightvector/KataGo): MIT-style KataGo licence",
+    "kibitz": "Kibitz's own nets (models/): Apache-2.0",
+}
+
+
+def _results_table(manifest: dict[str, Any]) -> pa.Table:
+    rows = [
+        {**r, "accuracy": np.nan if r["accuracy"] is None else r["accuracy"],
+         "accuracy_pm1": np.nan if r["accuracy_pm1"] is None else r["accuracy_pm1"]}
+        for r in manifest.get("results", [])
+    ]  # fmt: skip
+    return pa.Table.from_pylist(rows)
+
+
+def _games(manifest: dict[str, Any]) -> str:
+    games = manifest.get("games")
+    if not games:
+        return ""
+    return (
+        f"Games: {games['train']:,} train, {games['validation']:,} validation,"
+        f" {games['evaluation']:,} evaluation. "
+    )
+
+
+def _other_methods(manifest: dict[str, Any]) -> list[str]:
+    """The feature sets and baselines measured besides the one whose models are here."""
+    shipped = set(manifest.get("models", {}))
+    methods = dict.fromkeys(r["method"] for r in manifest.get("results", []))
+    return [m for m in methods if m not in shipped]
+
+
+def _strength(manifest: dict[str, Any]) -> list[str]:
+    record = manifest.get("strength")
+    if not record:
+        return []
+    lines = [
+        "## Strength and its intervals",
+        "",
+        f"A continuous estimate on the `{record['scale']}` scale from the {record['feature_set']}"
+        " features, with split-conformal 80 % and 95 % intervals calibrated on the monitoring"
+        " split's samples (`pipeline/meta/intervals.py`); coverage and MAE on evaluation games,"
+        " beside the MAE of always predicting the fit split's mean:",
+        "",
+        strength_markdown(record.get("results", []), record["scale"]),
+    ]
+    return [*lines, ""]
+
+
+def _nets(manifest: dict[str, Any]) -> list[str]:
+    record = manifest.get("features_config") or {}
+    config = record.get("config", {})
+    sha = record.get("nets", {})
+    lines = ["| column name | net | sha256 |", "|---|---|---|"]
+    for net in config.get("imitation_nets", []) + config.get("strength_nets", []):
+        lines.append(f"| {net['name']} | {net['model']} | `{sha.get(net['model'], '?')}` |")
+    value = config.get("value", {})
+    if value.get("evaluator") == "stockfish":
+        lines.append(f"| value, loss | Stockfish, {value.get('nodes')} nodes a position | — |")
+    elif value.get("model"):
+        model = value["model"]
+        lines.append(f"| value, loss | {model} | `{sha.get(model, '?')}` |")
+    loss = config.get("expected_loss") or {}
+    if loss.get("net"):
+        lines.append(
+            f"| expected loss | likely moves of {loss['net']} (prior share {loss.get('prior_share')},"
+            f" at most {loss.get('max_moves')}) | — |"
+        )
+    return lines
+
+
+def _licences(manifest: dict[str, Any]) -> str:
+    config = (manifest.get("features_config") or {}).get("config", {})
+    models = {
+        str(n["model"]) for n in config.get("imitation_nets", []) + config.get("strength_nets", [])
+    }
+    if (config.get("value") or {}).get("model"):
+        models.add(str(config["value"]["model"]))
+    found = [text for key, text in NET_LICENCES.items() if any(key in m for m in models)]
+    return "; ".join(found) if found else "see the nets' own entries in `kibitz models list`"
+
+
+def render_card(manifest: dict[str, Any]) -> str:
+    """The card's Markdown for a manifest of ``kibitz train meta`` (shipped or not)."""
+    name = manifest.get("name", "meta-models")
+    game = manifest["game"]
+    groups = manifest["rank_groups"]
+    counts = manifest.get("instances", {})
+    split = manifest.get("split", {})
+    aggregate = manifest.get("aggregate", {})
+    results = _results_table(manifest)
+    ns = ", ".join(str(n) for n in manifest.get("ns", []))
+    lines = [
+        f"# {name}",
+        "",
+        f"Rank-estimation meta-models of Kuboki et al. (2025) for {game}, trained by Kibitz: one"
+        f" LightGBM regressor per feature set and number of games n ({ns}) on the mean"
+        " per-player-instance features of n games (an instance is one player's moves in one"
+        f" game); the output, rounded and clipped, is one of {len(groups)} rank groups"
+        f" ({groups[0]} … {groups[-1]}). `kibitz estimate {game} FILES --player NAME` applies the"
+        " model whose n is nearest to the player's number of games.",
+        "",
+        "## Data",
+        "",
+        f"{_games(manifest)}Player instances: {counts.get('train', 0):,} train,"
+        f" {counts.get('validation', 0):,} validation, {counts.get('evaluation', 0):,} evaluation"
+        " (fitted on the"
+        f" {manifest.get('fit_split', 'train')} split). Deterministic split by game"
+        " (`pipeline/core/data_split.py`): blake2b of salt + game_id with fractions"
+        f" ({split.get('train')}, {split.get('validation')}, {split.get('evaluation')}) and salt `{split.get('salt', '?')}`"
+        f" (split hash `{manifest.get('split_hash', '?')}`); the figures below are on evaluation"
+        " games only. The instances are shipped in `aggregates/player_instance_features.parquet`:"
+        f" `kibitz train meta {game} --aggregates models/{name}/aggregates --out DIR` refits the"
+        " models without extracting anything.",
+        "",
+        f"Aggregation: α = {aggregate.get('alpha')}, γ = {aggregate.get('gamma')}"
+        " (`sql/marts/player_instance_features.sql`).",
+        "",
+        "## Features and the nets they came from",
+        "",
+        f"Feature set applied: {', '.join(manifest.get('models', {}))}; measured below also:"
+        f" {', '.join(_other_methods(manifest)) or 'none'}"
+        f" ({len(manifest.get('columns', []))} instance columns in all). Extraction config hash"
+        f" `{manifest.get('features_config_hash')}`; `kibitz estimate` extracts a player's games"
+        " with the same config and refuses nets whose sha256 differs.",
+        "",
+        *_nets(manifest),
+        "",
+        "## How it was made",
+        "",
+        f"Command: `{manifest.get('command') or 'not recorded'}`",
+        "",
+        f"Seed {manifest.get('seed')}; {manifest.get('seconds')} s of training and evaluation"
+        " (every feature set and n, both sampling protocols).",
+        "",
+        "## Accuracy on the evaluation games",
+        "",
+        f"Published (Kuboki et al. 2025, full feature set): {PUBLISHED.get(game, '—')}.",
+        "",
+    ]
+    for sampling in ("rank_group", "player"):
+        if results.num_rows and sampling in results["sampling"].to_pylist():
+            lines += [markdown_table(results, sampling), ""]
+    lines += _strength(manifest)
+    lines += [
+        "## Licence",
+        "",
+        f"The meta-models: Apache-2.0 (Kibitz). The features they read are outputs of: {_licences(manifest)}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_card(folder: Path) -> Path:
+    """Render the card of a meta-model folder from its manifest."""
+    folder = Path(folder)
+    manifest = json.loads((folder / MANIFEST_FILE).read_text())
+    path = folder / CARD_FILE
+    path.write_text(render_card(manifest), encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    for arg in sys.argv[1:]:
+        print(write_card(Path(arg)))

@@ -1,0 +1,338 @@
+"""Issue #28: the rank-conditioned Go policy on KataGo g170-b6c96's trunk, on real Fox games.
+
+- At initialisation the trunk computes exactly what the registered KataGo net's trunk computes,
+  on the inputs Kibitz's Go encoder makes for KataGo.
+- Frozen: training steps move the head only, the trunk stays bit-identical, the loss on a fixed
+  batch falls; finetune: the trunk moves too, at its own learning rate, and a stopped run
+  resumes exactly.
+- ``kibitz train policy go --trunk katago-g170-b6c96`` runs end to end; its export loads back
+  without the KataGo file and gives the training state's logits exactly; header, card and
+  registry entry state the trunk and the licence.
+- ``kibitz models check`` of a rank-conditioned policy: one row per rank group at the movers' own
+  ranks, checked by hand against the net's own forward.
+
+About 35–45 s on the shared 2-core machine (the b6c96 trunk runs at ~25 positions/s there).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import onnxruntime as ort
+import pyarrow as pa
+import pytest
+import torch
+import yaml
+from train_real_games import go_games, write_games_dir
+
+from pipeline.cli.main import main
+from pipeline.core import settings
+from pipeline.go_game import spec as go_spec
+from pipeline.nets import katago_model_file, katago_net
+from pipeline.nets.check_go import ProfileError, check_net, read_games
+from pipeline.nets.go_rank_policy import (
+    GO_POLICY_RANKS,
+    GoRankPolicyNet,
+    TrunkError,
+    UnknownRankError,
+    policy_on_katago_trunk,
+    rank_index,
+)
+from pipeline.nets.katago_net import KataGoNet
+from pipeline.nets.kibitz_model_file import read_model_file
+from pipeline.nets.legal_softmax import legal_mask, masked_log_softmax
+from pipeline.nets.loading import load_net
+from pipeline.nets.registry import find_entry
+from pipeline.train.go_policy import GoPolicyTrainConfig, policy_loss, position_ranks
+from pipeline.train.go_policy import train as train_policy
+from pipeline.train.loop import set_lr
+from pipeline.train.sscore_batches import build_pool
+
+KATAGO = "katago-g170-b6c96"
+CANDIDATING = "go/fox-selected/candidating"
+
+
+@pytest.fixture(scope="module")
+def katago() -> KataGoNet:
+    return load_net(KATAGO)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    """The first game of each Fox rank-group file, 4 random moves per player: 88 positions."""
+    return build_pool(go_games(1), "go", positions_per_instance=4, seed=0)
+
+
+def _inputs(pool, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.from_numpy(pool.planes[rows]).float(), torch.from_numpy(pool.global_[rows])
+
+
+def test_katago_trunk_computes_what_the_registered_net_computes(katago, pool):
+    # Kibitz's Go encoder makes KataGo's input features v7, the ones this net was built for.
+    assert (katago.spatial_channels, katago.global_channels, katago.meta_channels) == (22, 19, 0)
+    assert pool.planes.shape[1:] == (go_spec.NUM_SPATIAL, 19, 19)
+    assert pool.global_.shape[1] == go_spec.NUM_GLOBAL
+    net = policy_on_katago_trunk(katago, head_channels=8).eval()
+    assert (net.config.blocks, net.config.channels) == (6, 96)
+    rows = np.arange(0, len(pool), 3)[:24]  # 24 real positions of all 11 groups
+    spatial, global_ = _inputs(pool, rows)
+    seen = {}
+    hook = katago.trunk.register_forward_hook(lambda _m, _i, out: seen.setdefault("tip", out))
+    try:
+        with torch.inference_mode():
+            policy = katago(spatial, global_)[0][:, 0]  # (B, 362): the whole KataGo net
+            features = net.trunk(spatial, global_)  # (B, 96, 19, 19)
+    finally:
+        hook.remove()
+    assert features.shape == (24, 96, 19, 19)
+    assert torch.equal(features, seen["tip"])  # bit for bit, not merely close
+    # On these inputs KataGo's own policy finds the human move as often as it does on Fox games
+    # (about 4 in 10: 10 of these 24); with the planes shuffled (the board plane kept) it finds
+    # 0 of them, so the inputs are the ones the net was trained on.
+    mask = legal_mask(pool.legal_offsets, pool.legal_index, rows, go_spec.POLICY_SIZE)
+    top1 = policy.masked_fill(~mask, -np.inf).argmax(dim=1).numpy()
+    assert 7 <= int((top1 == pool.played[rows]).sum()) <= 14
+    with pytest.raises(TrunkError, match="must come from a KataGo net"):
+        policy_on_katago_trunk(load_net("kibitz-go-policy"), head_channels=8)
+
+
+def test_frozen_trunk_trains_the_head_only_and_the_loss_falls(katago, pool):
+    torch.manual_seed(0)
+    net = policy_on_katago_trunk(katago, head_channels=16)
+    net.freeze_trunk()
+    net.train()
+    assert not net.trunk.training and net.head_bn.training  # the frozen trunk stays in eval
+    trunk_before = {k: v.clone() for k, v in net.trunk.state_dict().items()}
+    head_before = {
+        k: p.detach().clone() for k, p in net.named_parameters() if not k.startswith("trunk.")
+    }
+    groups = net.parameter_groups(trunk_lr_scale=0.1)
+    assert len(groups) == 1  # the frozen trunk is no optimiser's business
+    optimizer = torch.optim.AdamW(groups, lr=2e-3, weight_decay=1e-4)
+    rows = np.arange(0, len(pool), 11)  # one fixed batch of 8 positions
+    ranks = position_ranks(pool)[rows]
+    assert np.all(ranks >= 0)
+    losses = []
+    for _ in range(4):
+        set_lr(optimizer, 2e-3)
+        loss, _ = policy_loss(net, pool, rows, ranks)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    with torch.no_grad():
+        final = float(policy_loss(net, pool, rows, ranks)[0])
+    print("loss on the fixed batch:", [round(v, 3) for v in [*losses, final]])
+    # A fresh head: about log(legal moves) ≈ 5.7 nats; four Adam steps on the batch cut it.
+    assert 5.0 < losses[0] < 6.5
+    assert final < losses[0] - 0.5
+    assert all(p.grad is None for p in net.trunk.parameters())
+    after = net.trunk.state_dict()
+    assert all(torch.equal(trunk_before[k], after[k]) for k in trunk_before)
+    params = dict(net.named_parameters())
+    moved = {k for k, before in head_before.items() if not torch.equal(before, params[k])}
+    assert {"head_conv.weight", "head_bn.weight", "gamma.base", "weight.base", "bias.base"} <= moved
+
+
+def test_finetune_moves_the_trunk_at_its_own_learning_rate(katago, pool):
+    torch.manual_seed(0)
+    net = policy_on_katago_trunk(katago, head_channels=8).train()
+    optimizer = torch.optim.AdamW(net.parameter_groups(trunk_lr_scale=0.1), weight_decay=0.0)
+    set_lr(optimizer, 1e-3)
+    assert [g["lr"] for g in optimizer.param_groups] == [1e-3, pytest.approx(1e-4)]
+    stem = net.trunk.trunk.initial_conv.weight.detach().clone()
+    head = net.head_conv.weight.detach().clone()
+    rows = np.arange(8)
+    loss, _ = policy_loss(net, pool, rows, position_ranks(pool)[rows])
+    loss.backward()
+    optimizer.step()
+    # Adam's first step moves every weight with a gradient by almost exactly its group's LR.
+    trunk_step = (net.trunk.trunk.initial_conv.weight - stem).abs().max().item()
+    head_step = (net.head_conv.weight - head).abs().max().item()
+    assert trunk_step == pytest.approx(1e-4, rel=0.01)
+    assert head_step == pytest.approx(1e-3, rel=0.01)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, katago):
+    """``kibitz train policy go --trunk katago-g170-b6c96`` (frozen) for 3 steps of 8 positions on
+    the first 4 games of each group (40 train, 3 validation, 1 evaluation game), registered."""
+    root = tmp_path_factory.mktemp("katago-trunk")
+    games = write_games_dir(go_games(4), root / "games-go")
+    out, models = root / "run", root / "models"
+    argv = [
+        "train", "policy", "go", "--games", str(games), "--out", str(out),
+        "--trunk", KATAGO, "--trunk-mode", "frozen", "--head-channels", "8",
+        "--max-steps", "3", "--warmup-steps", "1", "--batch-size", "8",
+        "--positions-per-instance", "4", "--max-validation-games", "4",
+        "--evaluation-positions", "2", "--no-progress",
+        "--tracking-uri", f"sqlite:///{root / 'mlflow.db'}",
+        "--register", "kibitz-go-policy-katago", "--models-root", str(models),
+    ]  # fmt: skip
+    assert main(argv) == 0
+    return out, models
+
+
+def test_training_records_the_trunk_keeps_it_frozen_and_states_the_licence(trained, katago):
+    out, models = trained
+    header, state = read_model_file(out / "model.kibitz.pt")
+    assert header["trunk"] == {
+        "model": KATAGO,
+        "sha256": find_entry(KATAGO).sha256,
+        "katago_model": "g170-b6c96-s175395328-d26788732",
+        "model_version": 8,
+        "license": "KataGo license (MIT-style)",
+        "mode": "frozen",
+        "lr_scale": None,
+    }
+    assert (header["net"]["blocks"], header["net"]["channels"]) == (6, 96)
+    assert header["train"]["steps"] == 3 and header["train"]["trunk_mode"] == "frozen"
+    assert "blocks" not in header["train"]  # the trunk's shape is KataGo's, not a setting
+    # The exported trunk is KataGo's, bit for bit: three frozen steps did not touch it.
+    for key, value in katago.trunk.state_dict().items():
+        assert torch.equal(state[f"trunk.trunk.{key}"], value), key
+    card = (out / "MODEL_CARD.md").read_text(encoding="utf-8")
+    assert "Trunk: KataGo's `g170-b6c96-s175395328-d26788732` (model version 8, 6 residual " in card
+    assert f"sha256 `{find_entry(KATAGO).sha256}`" in card and "kept frozen" in card
+    assert "## Quality (evaluation split)" in card and "## How far from KataGo" in card
+    assert "## Licence\n\nThe trunk's weights are KataGo's" in card
+    assert "MIT licence" in card and "Apache-2.0" in card
+    registry = yaml.safe_load((models / "registry.yaml").read_text(encoding="utf-8"))
+    (entry,) = registry["models"]
+    assert entry["license"] == "Apache-2.0 (rank head); trunk weights: KataGo license (MIT-style)"
+    assert entry["format"] == "kibitz-go-policy"
+
+
+def test_export_loads_without_the_katago_file_and_gives_the_same_logits(
+    trained, katago, pool, monkeypatch
+):
+    out, _ = trained
+    checkpoint = torch.load(out / "checkpoints" / "last.pt", weights_only=False)["net"]
+    in_training = policy_on_katago_trunk(katago, head_channels=8).eval()
+    in_training.load_state_dict(checkpoint)
+
+    def no_katago_file(*_args, **_kw):
+        raise AssertionError("loading the exported policy read a KataGo model file")
+
+    for module, name in ((katago_model_file, "read_model_file"),
+                         (katago_model_file, "parse_model_bytes"),
+                         (katago_net, "read_model_file"), (katago_net, "load_katago_net")):  # fmt: skip
+        monkeypatch.setattr(module, name, no_katago_file)
+    monkeypatch.setenv("KIBITZ_MODELS_DIR", str(out / "no-models-here"))  # no registry file
+    loaded = load_net(out / "model.kibitz.pt")
+    assert isinstance(loaded, GoRankPolicyNet) and not loaded.training
+    rows = np.arange(0, len(pool), 11)
+    spatial, global_ = _inputs(pool, rows)
+    with torch.inference_mode():
+        expected = in_training(spatial, global_)  # (B, 19, 362)
+        got = loaded(spatial, global_)
+    assert got.shape == (len(rows), 19, 362)
+    assert torch.equal(got, expected)
+    assert not torch.equal(got[:, 0], got[:, -1])  # the ranks' logits differ
+    session = ort.InferenceSession(str(out / "model.onnx"), providers=["CPUExecutionProvider"])
+    (onnx_logits,) = session.run(
+        ["policy"], {"spatial": spatial.numpy(), "global": global_.numpy()}
+    )
+    np.testing.assert_allclose(onnx_logits, expected.numpy(), atol=1e-4, rtol=1e-4)
+
+
+def _first_games(group: str, n: int) -> tuple[pa.Table, str]:
+    """The first ``n`` games of a candidating collection as a games table, and their SGF text."""
+    path = settings.data_dir() / CANDIDATING / f"{group}.sgf"
+    if not path.is_file():
+        pytest.fail(f"Fox games missing: {path}")
+    table = pa.concat_tables(read_games(path, max_games=n))
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()[:n]
+    return table, "\n".join(lines)
+
+
+def test_models_check_scores_a_rank_conditioned_policy_at_the_own_rank(capsys):
+    # The first two 3-5k games are 3k vs 3k and 5k vs 5k: one band, two own ranks. Komi 6.5
+    # for Fox's KM[0], as the trainer encodes these games.
+    games, text = _first_games("3-5k", 2)
+    moves = sum(len(re.findall(r";[BW]\[", line)) for line in text.splitlines())
+    assert re.findall(r"BR\[(\w+)\]", text) == ["3k", "5k"] == re.findall(r"WR\[(\w+)\]", text)
+    path = settings.data_dir() / CANDIDATING / "3-5k.sgf"
+    result = check_net("kibitz-go-policy", path, max_games=2, komi=6.5, profile="9d")
+    assert (result.games, result.positions, result.unranked_positions) == (2, moves, 0)
+    (row,) = result.rows
+    assert (row.band, row.games, row.positions) == ("3-5k", 2, moves)
+    assert result.conditionings == GO_POLICY_RANKS and result.profile == "9d"
+    # By hand: every move through the net (all ranks at once), softmax over its legal moves,
+    # the played move's log-probability at the mover's own rank.
+    pool = build_pool(games, "go", positions_per_instance=None, komi=6.5)
+    assert len(pool) == moves
+    rows = np.arange(len(pool))
+    with torch.inference_mode():
+        logits = load_net("kibitz-go-policy")(*_inputs(pool, rows))  # (N, 19, 362)
+    mask = legal_mask(pool.legal_offsets, pool.legal_index, rows, go_spec.POLICY_SIZE)
+    logp = masked_log_softmax(logits, mask[:, None]).numpy()  # (N, 19, 362)
+    played = logp[rows, :, pool.played]  # (N, 19)
+    hits = logp.argmax(axis=2) == pool.played[:, None]  # (N, 19)
+    own = position_ranks(pool)
+    assert np.bincount(own, minlength=19)[[rank_index("3k"), rank_index("5k")]].sum() == moves
+    assert row.accuracy == pytest.approx(hits[rows, own].mean(), abs=1e-12)
+    assert row.mean_loglik == pytest.approx(played[rows, own].mean(), abs=1e-5)
+    np.testing.assert_allclose(row.conditioned_loglik, played.mean(axis=0), atol=1e-5)
+    np.testing.assert_allclose(row.conditioned_accuracy, hits.mean(axis=0), atol=1e-12)
+    best, best_loglik = result.best_conditioning(row)
+    assert best == GO_POLICY_RANKS[int(played.mean(axis=0).argmax())]
+    assert best_loglik >= row.mean_loglik - 1e-9
+    # Two own ranks: the own-rank figure is neither rank's alone.
+    assert row.mean_loglik not in {row.conditioned_loglik[rank_index(r)] for r in ("3k", "5k")}
+    # The shipped 4 × 32 policy finds about 4 in 10 human moves at the mover's rank.
+    assert 0.3 < row.accuracy < 0.6 and -3.0 < row.mean_loglik < -1.5
+    argv = ["models", "check", "kibitz-go-policy", "--sgf", str(path), "--max-games", "1",
+            "--profile", "9d"]  # fmt: skip
+    assert main(argv) == 0
+    shown = capsys.readouterr().out
+    assert "accuracy and mean loglik at the mover's own rank" in shown
+    assert "best rank" in shown and "9d acc." in shown
+    line = r"^{} +1 +\d+ +[\d.]+% +-\d\.\d{{4}} +\d+[kd] +-\d\.\d{{4}} +[\d.]+% +-\d\.\d{{4}}$"
+    for band in ("3-5k", "all"):
+        assert re.search(line.format(band), shown, re.MULTILINE), shown
+    # A profile must be a rank of the net, and means nothing to a net without a rank input.
+    with pytest.raises(UnknownRankError, match="'pro'"):
+        check_net("kibitz-go-policy", path, max_games=1, profile="pro")
+    with pytest.raises(ProfileError, match="has no rank input"):
+        check_net(KATAGO, path, max_games=1, profile="3d")
+
+
+def test_the_trainer_refuses_unknown_trunk_modes_and_other_nets(tmp_path):
+    with pytest.raises(TrunkError, match="'partial' is not one of"):
+        GoPolicyTrainConfig(trunk=KATAGO, trunk_mode="partial")
+    # A scratch run's settings stay what they were before trunks existed (old checkpoints
+    # resume); a trunk run's name the trunk instead of blocks × channels.
+    assert "trunk" not in GoPolicyTrainConfig().resume_keys()
+    finetune = GoPolicyTrainConfig(trunk=KATAGO, trunk_mode="finetune").resume_keys()
+    assert finetune["trunk_lr_scale"] == 0.1 and "blocks" not in finetune
+    argv = ["train", "policy", "go", "--games", str(tmp_path), "--out", str(tmp_path / "o"),
+            "--trunk", KATAGO, "--channels", "64"]  # fmt: skip
+    assert main(argv) == 2
+
+
+def test_finetune_run_resumes_exactly(tmp_path):
+    """A fine-tuned run (two optimiser groups, the trunk's at 0.1 × the LR) stopped after one
+    step and resumed ends with the weights of the uninterrupted run."""
+    games = write_games_dir(go_games(1), tmp_path / "games-go")
+    config = GoPolicyTrainConfig(
+        trunk=KATAGO, trunk_mode="finetune", head_channels=4, batch_size=4,
+        positions_per_instance=2, max_steps=2, warmup_steps=1, epoch_steps=2,
+        validation_positions=8, split_fractions=(0.5, 0.5, 0.0),
+    )  # fmt: skip
+    kw = {"progress": False, "evaluate": False, "export": False,
+          "tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}"}  # fmt: skip
+    train_policy(config, games, tmp_path / "whole", **kw)
+    train_policy(config, games, tmp_path / "split", stop_after=1, **kw)
+    resumed = train_policy(config, games, tmp_path / "split", resume=True, **kw)
+    assert resumed.steps == 2
+    whole, split = (
+        torch.load(tmp_path / run / "checkpoints" / "last.pt", weights_only=False)
+        for run in ("whole", "split")
+    )
+    assert [g["lr_scale"] for g in split["optimizer"]["param_groups"]] == [1.0, 0.1]
+    for key, value in whole["net"].items():
+        assert torch.equal(split["net"][key], value), key
+    stem = "trunk.trunk.initial_conv.weight"
+    assert not torch.equal(whole["net"][stem], load_net(KATAGO).trunk.initial_conv.weight)

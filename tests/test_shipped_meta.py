@@ -1,0 +1,125 @@
+"""The shipped default meta-models `kibitz-meta-chess` and `kibitz-meta-go` (models/): verified
+by the registry, cards equal to their render, `kibitz estimate` with no `--model` on a player's
+real games, a refit from the shipped aggregates equal to the shipped model, and `kibitz audit`
+on held-out real players (the false-positive rate, planted relabelled players)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.cli.main import main
+from pipeline.core import settings
+from pipeline.core.data_split import EVALUATION, SplitConfig, assign_splits
+from pipeline.meta.aggregate import feature_columns
+from pipeline.meta.audit import audit_players
+from pipeline.meta.model_card import render_card
+from pipeline.meta.registered import default_name, resolve_meta_models
+from pipeline.meta.train import load_meta_models
+
+GAMES = ("chess", "go")
+# A player of the candidating splits (never in the testing split the models were fitted on)
+# with two real games, and the file that holds them.
+PLAYERS = {
+    "chess": ("chess/lichess-2024-02-blitz/candidating/1000-1200.pgn.zst", "Richmankorter"),
+    "go": ("go/fox-selected/candidating/1-2k.sgf", "maxsunny"),
+}
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_shipped_models_resolve_verified_with_their_card(game):
+    models = resolve_meta_models(None, game)  # the registry entry, every file's sha256 checked
+    assert models.manifest["name"] == default_name(game) and models.manifest["game"] == game
+    assert (models.root / "MODEL_CARD.md").read_text() == render_card(models.manifest)
+    record = models.manifest["features_config"]
+    assert record["config"]["game"] == game and record["nets"]  # the nets' sha256 it needs
+    assert models.strength() is not None
+    instances = pq.read_table(models.aggregates_dir / "player_instance_features.parquet")
+    counts = models.manifest["instances"]
+    assert instances.num_rows >= sum(counts.values()) > 0
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_estimate_works_with_no_model_option(game, tmp_path, capsys):
+    path, player = PLAYERS[game]
+    capsys.readouterr()
+    code = main(
+        ["estimate", game, str(settings.data_dir() / path), "--player", player,
+         "--work", str(tmp_path), "--json"]
+    )  # fmt: skip
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    models = resolve_meta_models(None, game)
+    assert out["model"] == default_name(game)
+    assert out["games_used"] == 2 and out["moves_used"] > 40
+    assert out["n_model"] == models.nearest_n(2)
+    assert out["rank_group"] in models.group_names
+    row = models.accuracy(out["feature_set"], out["n_model"])
+    assert (out["model_accuracy"], out["model_accuracy_pm1"]) == (
+        row["accuracy"],
+        row["accuracy_pm1"],
+    )
+    low, high = out["interval_95"]
+    assert low < out["strength"] < high
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_refit_from_the_shipped_aggregates_reproduces_the_model(game, tmp_path):
+    shipped = resolve_meta_models(None, game)
+    feature_set, n = shipped.feature_set(), 5
+    code = main(
+        ["train", "meta", game, "--aggregates", str(shipped.aggregates_dir), "--out", str(tmp_path),
+         "--n", str(n), "--feature-sets", feature_set,
+         "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
+    )  # fmt: skip
+    assert code == 0
+    refit = load_meta_models(tmp_path)
+    instances = pq.read_table(shipped.aggregates_dir / "player_instance_features.parquet")
+    columns = feature_columns(instances.column_names)
+    x = np.column_stack(
+        [instances[c].to_numpy(zero_copy_only=False).astype(float) for c in columns]
+    )
+    np.testing.assert_array_equal(
+        refit.predict(x, columns, feature_set, n)[0], shipped.predict(x, columns, feature_set, n)[0]
+    )
+    np.testing.assert_array_equal(
+        refit.strength().predict(x, columns, n), shipped.strength().predict(x, columns, n)
+    )
+    assert refit.accuracy(feature_set, n) == shipped.accuracy(feature_set, n)
+
+
+def held_out_instances(models) -> pa.Table:
+    """The shipped instances of evaluation-split games: never fitted or calibrated on."""
+    instances = pq.read_table(models.aggregates_dir / "player_instance_features.parquet")
+    game_ids = instances["game_id"].to_pylist()
+    split = assign_splits(game_ids, SplitConfig(**models.manifest["split"]))
+    return instances.filter(pa.array(split == EVALUATION))
+
+
+@pytest.mark.parametrize("game", GAMES)
+def test_audit_of_held_out_players(game):
+    """Unaltered held-out players are flagged at about the nominal rate; the strongest group's
+    players, relabelled as the weakest group's, are flagged."""
+    models = resolve_meta_models(None, game)
+    instances = held_out_instances(models)
+    alpha = 0.05
+    table = audit_players(models, instances, alpha=alpha)
+    rate = float(np.mean(table["flagged"].to_numpy(zero_copy_only=False)))
+    assert table.num_rows > 100 and rate <= alpha + 0.03
+    scale = models.strength().scale
+    weakest, strongest = models.group_names[0], models.group_names[-1]
+    low = float(pc.min(instances.filter(pc.equal(instances["rank_group"], weakest))[scale]).as_py())
+    top = pc.equal(instances["rank_group"], strongest)
+    planted_players = set(instances.filter(top)["player"].to_pylist())
+    values = pc.if_else(top, pa.scalar(low), pc.cast(instances[scale], pa.float64()))
+    planted = instances.set_column(instances.schema.get_field_index(scale), scale, values)
+    audited = audit_players(models, planted, alpha=alpha)
+    mine = audited.filter(pc.is_in(audited["player"], pa.array(sorted(planted_players))))
+    caught = float(np.mean(mine["flagged"].to_numpy(zero_copy_only=False)))
+    assert mine.num_rows > 20 and caught >= 0.8
+    assert float(pc.min(mine["gap"]).as_py()) > 0  # each plays stronger than the planted rating
