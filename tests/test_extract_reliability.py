@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 import ray
 import yaml
@@ -168,14 +169,21 @@ def test_killed_actor_and_engine_are_retried(games_root, baseline, tmp_path, mon
         assert_same(table, baseline.filter(pa.compute.is_in(baseline["game_id"], ids)))
 
 
-def test_chunks_take_the_games_files_in_turn(games_root):
-    """Two files (two bands) of 2 games, 1 a chunk: the plan alternates, so any prefix of a
-    stopped run (or ``max_games``) holds games from both bands."""
-    files = [c.part.games_file for c in plan_chunks(games_root, config())]
-    assert len(set(files)) == 2
-    assert files[0] != files[1] and files[2] != files[3] and files[0] == files[2]
+def test_chunks_are_planned_balanced_over_rank_groups(games_root):
+    """Two bands of 2 games, 1 a chunk: the next chunk comes from the band with the fewest games
+    planned (ties: the band's name), so any prefix of a stopped run, or ``max_games``, holds
+    games of both bands."""
+    groups = []
+    for chunk in plan_chunks(games_root, config()):
+        part = chunk.part
+        table = pq.read_table(games_root / part.games_file, columns=["rank_group"])
+        groups += table.slice(part.start, part.stop - part.start)["rank_group"].to_pylist()
+    assert groups == ["1000-1200", "2200-2400", "1000-1200", "2200-2400"]
     first_two = plan_chunks(games_root, config(), max_games=2)
-    assert {c.part.games_file for c in first_two} == set(files)
+    assert [c.chunk_id for c in first_two] == [
+        c.chunk_id for c in plan_chunks(games_root, config())[:2]
+    ]
+    assert len({c.part.games_file for c in first_two}) == 2
 
 
 def test_a_task_failure_names_the_tasks_own_exception():

@@ -15,7 +15,6 @@ import pytest
 
 from pipeline.cli.main import main
 from pipeline.core import settings
-from pipeline.core.data_split import EVALUATION, SplitConfig, assign_splits
 from pipeline.meta.aggregate import feature_columns
 from pipeline.meta.audit import audit_players
 from pipeline.meta.model_card import render_card
@@ -93,20 +92,12 @@ def test_refit_from_the_shipped_aggregates_reproduces_the_model(game, tmp_path):
     assert refit.accuracy(feature_set, n) == shipped.accuracy(feature_set, n)
 
 
-def held_out_instances(models) -> pa.Table:
-    """The shipped instances of evaluation-split games: never fitted or calibrated on."""
-    instances = pq.read_table(models.aggregates_dir / "player_instance_features.parquet")
-    game_ids = instances["game_id"].to_pylist()
-    split = assign_splits(game_ids, SplitConfig(**models.manifest["split"]))
-    return instances.filter(pa.array(split == EVALUATION))
-
-
 @pytest.mark.parametrize("game", GAMES)
 def test_audit_of_held_out_players(game):
     """Unaltered held-out players are flagged at about the nominal rate; the strongest group's
     players, relabelled as the weakest group's, are flagged."""
     models = resolve_meta_models(None, game)
-    instances = held_out_instances(models)
+    instances = models.evaluation_instances()
     alpha = 0.05
     table = audit_players(models, instances, alpha=alpha)
     rate = float(np.mean(table["flagged"].to_numpy(zero_copy_only=False)))

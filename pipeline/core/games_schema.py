@@ -39,6 +39,9 @@ from pipeline.core.errors import KibitzError
 PARTITION_COLUMNS = ("game", "source", "month")
 # ``month`` of a game whose month is not known (see the module docstring).
 UNKNOWN_MONTH = "unknown"
+# The game's common rank group (both players in one band / Fox group): what selection presets
+# keep and what extraction balances a partial run over.
+GROUP_COLUMN = "rank_group"
 
 
 class UnknownGameError(KibitzError, ValueError):

@@ -25,7 +25,7 @@ Read top to bottom, a run:
 from __future__ import annotations
 
 import hashlib
-import itertools
+import heapq
 import json
 import logging
 import os
@@ -44,6 +44,7 @@ from pipeline.core.catalog import refresh_home_of
 from pipeline.core.chunk_store import ChunkStore
 from pipeline.core.errors import KibitzError
 from pipeline.core.features_schema import PARTITION_COLUMNS
+from pipeline.core.games_schema import GROUP_COLUMN
 from pipeline.core.progress import Progress
 from pipeline.extract.config import ExtractConfig
 from pipeline.extract.steps import (
@@ -119,39 +120,49 @@ def games_files(games_root: Path, game: str) -> list[str]:
     )
 
 
+def _file_group(path: Path) -> str:
+    """The rank group of a games file's first game ("" when it has none): ingest writes a file
+    per input file, month and chunk, so for a dump cut by band or rank group it is the file's."""
+    games = pq.ParquetFile(path)
+    if GROUP_COLUMN not in games.schema_arrow.names or games.metadata.num_rows == 0:
+        return ""  # a games table written without groups: one pool
+    column = games.read_row_group(0, columns=[GROUP_COLUMN]).column(0)
+    return (column[0].as_py() if len(column) else None) or ""
+
+
 def plan_chunks(
     games_root: Path, config: ExtractConfig, *, max_games: int | None = None
 ) -> list[ExtractChunk]:
-    """Every games file cut into ``games_per_chunk`` row ranges, the files taken in turn.
+    """Every games file cut into ``games_per_chunk`` row ranges, ordered so that any prefix is
+    balanced over rank groups.
 
-    Round-robin over the files rather than file after file: ingest writes a file per input
-    file, month and chunk (a rating band's dump, a Fox rank group), so a run stopped part-way,
-    or cut by ``max_games`` (which keeps the first games of this order), holds games of every
-    band or group rather than all of the first file's. Chunk ids do not depend on the order, so
-    a resume is exact.
+    The next chunk always comes from the rank group with the fewest games planned so far (ties:
+    the group name), each group's files in path order. A run stopped part-way, or cut by
+    ``max_games`` (which keeps the first games of this order), then holds about as many games
+    of every band or group, not the first files' months (Fox's 9d games fill the early ones).
+    Chunk ids do not depend on the order, so a resume under another order is still exact.
     """
     digest = config.config_hash()
-    per_file = []
+    queues: dict[str, deque[tuple[str, int, int]]] = {}
     for rel in games_files(games_root, config.game):
-        rows = pq.ParquetFile(games_root / rel).metadata.num_rows
-        per_file.append(
-            [
-                (rel, start, min(start + config.games_per_chunk, rows))
-                for start in range(0, rows, config.games_per_chunk)
-            ]
-        )
+        path = games_root / rel
+        rows = pq.ParquetFile(path).metadata.num_rows
+        if rows == 0:
+            continue
+        queue = queues.setdefault(_file_group(path), deque())
+        for start in range(0, rows, config.games_per_chunk):
+            queue.append((rel, start, min(start + config.games_per_chunk, rows)))
+    heap = [(0, group) for group in sorted(queues)]
     chunks = []
     budget = max_games if max_games is not None else float("inf")
-    for rel, start, stop in itertools.chain.from_iterable(
-        itertools.zip_longest(*per_file, fillvalue=(None, 0, 0))
-    ):
-        if rel is None:
-            continue
-        if budget <= 0:
-            break
+    while heap and budget > 0:
+        planned, group = heapq.heappop(heap)
+        rel, start, stop = queues[group].popleft()
         stop = int(min(stop, start + budget))
         budget -= stop - start
         chunks.append(ExtractChunk(chunk_id(digest, rel, start, stop), Part(rel, start, stop)))
+        if queues[group]:
+            heapq.heappush(heap, (planned + stop - start, group))
     return chunks
 
 

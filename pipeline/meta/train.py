@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from pipeline.core.data_split import EVALUATION, TRAIN, VALIDATION
+from pipeline.core.data_split import EVALUATION, TRAIN, VALIDATION, SplitConfig, assign_splits
 from pipeline.core.tracking import (
     default_tracking_uri,
     log_file,
@@ -480,6 +480,15 @@ class MetaModels:
         """The training aggregates (a shipped model's are inside its folder, named relatively)."""
         path = Path(self.manifest.get("aggregates_dir", "aggregates"))
         return path if path.is_absolute() else self.root / path
+
+    def evaluation_instances(self) -> pa.Table:
+        """The training aggregates' instances of evaluation-split games: never fitted on nor
+        calibrated on, what a held-out check of these models (an audit's false-positive rate)
+        must use."""
+        instances = load_mart(self.aggregates_dir, "player_instance_features")
+        split = SplitConfig(**self.manifest["split"])
+        codes = assign_splits(instances["game_id"].to_pylist(), split)
+        return instances.filter(pa.array(codes == EVALUATION))
 
     def accuracy(self, feature_set: str, n: int, sampling: str = "rank_group") -> dict | None:
         """The model's own figures on the evaluation games at ``n`` (accuracy, accuracy_pm1,
