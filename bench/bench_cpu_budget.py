@@ -48,8 +48,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_extract import ingest
 
-from pipeline.cli.ingest import DEFAULT_GAMES_PER_CHUNK, DEFAULT_PRESETS
 from pipeline.core import settings
 from pipeline.core.chunk_store import ChunkStore
 from pipeline.core.features_schema import PARTITION_COLUMNS
@@ -57,10 +57,7 @@ from pipeline.extract.child_positions import ChildValues
 from pipeline.extract.config import preset
 from pipeline.extract.expected_loss import select_likely
 from pipeline.extract.steps import assemble, read_games_rows, split_states
-from pipeline.ingest.selection import load_preset
-from pipeline.ingest.work import IngestConfig, format_summary, resolve_sources
 from pipeline.jobs.extract import plan_chunks
-from pipeline.jobs.ingest import run_ingest
 from pipeline.kinds import game_kind
 
 TESTING = {
@@ -74,21 +71,6 @@ TESTING = {
 TARGET_US = 100.0
 FEED_RATE = 160_000  # positions/s
 STAGES = ("read_encode", "children", "assembly", "parquet_write", "ray_transport")
-
-
-def ingest(game: str, out: Path) -> Path:
-    config = IngestConfig(
-        game=game,
-        sources=resolve_sources([str(TESTING[game])]),
-        out_dir=out,
-        rules=load_preset(DEFAULT_PRESETS[game]),
-        games_per_chunk=DEFAULT_GAMES_PER_CHUNK[game],
-        show_progress=False,
-    )
-    summary = run_ingest(config)
-    if summary["chunks"]["failed"]:
-        raise RuntimeError(f"ingesting {TESTING[game]} failed: {format_summary(summary)}")
-    return out
 
 
 def bench_config(variant: str):
@@ -300,10 +282,10 @@ def main() -> None:
         for variant in variants:
             game = "chess" if variant == "chess" else "go"
             if game not in roots:
-                roots[game] = args.games or ingest(game, tmp / f"games-{game}")
+                roots[game] = args.games or ingest(game, tmp / f"games-{game}", TESTING[game])
             results.append(bench(variant, roots[game], args, tmp))
         if args.check:
-            print("check:", check_children(roots.get("chess") or ingest("chess", tmp / "gc"),
+            print("check:", check_children(roots.get("chess") or ingest("chess", tmp / "gc", TESTING["chess"]),
                                            args.check_positions))  # fmt: skip
     print(f"\nCPU µs per position (median of {args.repeats}; target {TARGET_US:.0f} µs in total)")
     header = ["stage", *[r["variant"] for r in results]]

@@ -56,11 +56,13 @@ def baseline_device(config, cpus: int) -> dict:
     }
 
 
-def ingest(game: str, out: Path) -> Path:
-    """``kibitz ingest GAME SPLIT --out OUT`` with the default selection rules, in-process."""
+def ingest(game: str, out: Path, split: Path | None = None) -> Path:
+    """``kibitz ingest GAME SPLIT --out OUT`` with the default selection rules, in-process
+    (``split``: default the candidating split of :data:`SPLITS`)."""
+    split = split or SPLITS[game]
     config = IngestConfig(
         game=game,
-        sources=resolve_sources([str(SPLITS[game])]),
+        sources=resolve_sources([str(split)]),
         out_dir=out,
         rules=load_preset(DEFAULT_PRESETS[game]),
         games_per_chunk=DEFAULT_GAMES_PER_CHUNK[game],
@@ -68,7 +70,7 @@ def ingest(game: str, out: Path) -> Path:
     )
     summary = run_ingest(config)
     if summary["chunks"]["failed"]:
-        raise RuntimeError(f"ingesting {SPLITS[game]} failed: {format_summary(summary)}")
+        raise RuntimeError(f"ingesting {split} failed: {format_summary(summary)}")
     return out
 
 

@@ -22,6 +22,7 @@ from pipeline.core import settings
 
 def cmd_audit(args: argparse.Namespace) -> int:
     import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
     from pipeline.core.catalog import aggregates_dir_for
     from pipeline.kinds import game_kind
@@ -47,8 +48,6 @@ def cmd_audit(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         tracking_uri=settings.tracking_uri(args.tracking_uri),
     )
-    import pyarrow.parquet as pq
-
     table = pq.read_table(summary["table"])
     flagged = table.filter(pc.equal(table["flagged"], True))
     label = game_kind(args.game).strength_label

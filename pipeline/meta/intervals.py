@@ -27,13 +27,14 @@ import numpy as np
 
 from pipeline.core.data_split import game_unit
 from pipeline.meta.model import (
-    PREFERRED_SETS,
     InstanceData,
     MetaConfig,
     MetaDataError,
     NResult,
     feature_set_columns,
     fit_and_monitor_splits,
+    nearest_n,
+    preferred_set,
 )
 from pipeline.meta.samples import Samples, SamplingError, rank_group_samples
 
@@ -190,15 +191,11 @@ def evaluate_strength(
     return row
 
 
-def preferred_set(trained: Sequence[str]) -> str | None:
-    """The feature set the strength model uses: the estimate's (:data:`PREFERRED_SETS`)."""
-    return next((fs for fs in PREFERRED_SETS if fs in trained), next(iter(trained), None))
-
-
 def strength_at_n(
     data: InstanceData, result: NResult, config: MetaConfig
 ) -> tuple[StrengthModel | None, list[dict]]:
-    """The strength model of one n of ``kibitz train meta`` and its figures per sampling, on
+    """The strength model of one n of ``kibitz train meta`` (on the feature set an estimate
+    applies) and its figures per sampling, on
     the samples the rank-group models used; (None, []) when the data cannot support it (no
     rated instances, no monitoring samples to calibrate on)."""
     feature_set = preferred_set(list(result.models))
@@ -283,8 +280,8 @@ class SavedStrength:
         return sorted(int(k) for k in self.record["models"])
 
     def nearest_n(self, games: int) -> int:
-        """The trained n closest to ``games`` (ties → the smaller n)."""
-        return min(self.ns, key=lambda k: (abs(k - games), k))
+        """The trained n closest to ``games`` (:func:`pipeline.meta.model.nearest_n`)."""
+        return nearest_n(self.ns, games)
 
     def predict(self, features: np.ndarray, columns: Sequence[str], n: int) -> np.ndarray:
         """(S,) point estimates of the model at trained ``n`` for rows named by ``columns``."""

@@ -113,10 +113,13 @@ class MetaConfig:
     sscore_nets: tuple[str, ...] = ()
     # LightGBM defaults (100 trees, 31 leaves, lr 0.1) plus what makes a run repeatable: one
     # thread (the same models on any machine, as a refit of a shipped model must be; and on a
-    # busy 2-core machine one thread trained 13x faster than two, which wait on each other).
+    # busy 2-core machine two threads wait on each other and train far slower than one).
     lgbm_params: dict = field(
         default_factory=lambda: {
-            "deterministic": True, "force_row_wise": True, "num_threads": 1, "verbose": -1
+            "deterministic": True,
+            "force_row_wise": True,
+            "num_threads": 1,
+            "verbose": -1,
         }
     )
 
@@ -210,6 +213,17 @@ class TrainedModel:
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.booster.save_model(str(path))
+
+
+def preferred_set(trained: Sequence[str]) -> str | None:
+    """The feature set an estimate applies: the first of :data:`PREFERRED_SETS` among the
+    ``trained`` ones, else the first trained (None: none)."""
+    return next((fs for fs in PREFERRED_SETS if fs in trained), next(iter(trained), None))
+
+
+def nearest_n(ns: Sequence[int], games: int) -> int:
+    """The trained n closest to ``games`` (ties → the smaller n, the more cautious model)."""
+    return min(ns, key=lambda n: (abs(n - games), n))
 
 
 def round_to_group(raw: np.ndarray, groups: int) -> np.ndarray:

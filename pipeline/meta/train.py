@@ -61,7 +61,6 @@ from pipeline.meta.intervals import (
     strength_markdown,
 )
 from pipeline.meta.model import (
-    PREFERRED_SETS,
     Evaluation,
     InstanceData,
     MetaConfig,
@@ -72,6 +71,8 @@ from pipeline.meta.model import (
     importance_table,
     instance_data,
     keep_sscore_nets,
+    nearest_n,
+    preferred_set,
     results_table,
     round_to_group,
     train_and_evaluate,
@@ -464,16 +465,12 @@ class MetaModels:
         return [int(n) for n in self.manifest["ns"]]
 
     def nearest_n(self, games: int) -> int:
-        """The trained n closest to ``games`` (ties → the smaller n, the more cautious model)."""
-        return min(self.ns, key=lambda n: (abs(n - games), n))
+        """The trained n closest to ``games`` (:func:`pipeline.meta.model.nearest_n`)."""
+        return nearest_n(self.ns, games)
 
-    def feature_set(self, preferred: Sequence[str] = PREFERRED_SETS) -> str:
-        """The first of ``preferred`` that was trained, else any trained set."""
-        trained = list(self.manifest["models"])
-        for name in preferred:
-            if name in trained:
-                return name
-        return trained[0]
+    def feature_set(self) -> str:
+        """The feature set an estimate applies (:func:`pipeline.meta.model.preferred_set`)."""
+        return preferred_set(list(self.manifest["models"]))
 
     @property
     def aggregates_dir(self) -> Path:
