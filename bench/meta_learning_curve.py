@@ -15,35 +15,26 @@ each feature set and of the Chen et al. baseline.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
+from meta_bench import instance_tables, meta_parser, sample_sizes
 
 from pipeline.core.data_split import EVALUATION, TRAIN
-from pipeline.meta.aggregate import load_mart
 from pipeline.meta.model import MetaConfig, MetaDataError, instance_data, train_and_evaluate
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("game", choices=("chess", "go"))
-    parser.add_argument("aggregates", type=Path, help="a kibitz aggregate output folder")
+    parser = meta_parser(__doc__, default_n="20")
     parser.add_argument("--shares", default="0.125,0.25,0.5,1", help="shares of training games")
-    parser.add_argument("--n", default="20", help="instances per sample, comma-separated")
     parser.add_argument("--feature-sets", default="full")
     args = parser.parse_args()
 
-    data = instance_data(
-        load_mart(args.aggregates, "player_instance_features"),
-        load_mart(args.aggregates, "rank_groups"),
-        game=args.game,
-    )
+    data = instance_data(*instance_tables(args.aggregates), game=args.game)
     # One uniform number per game, independent of the split's own hash: nested shares.
     u = np.array([hashlib.md5(g.encode()).digest()[0] / 256 for g in data.game_id])
-    ns = [int(x) for x in args.n.split(",")]
+    ns = sample_sizes(args.n)
     config = MetaConfig(ns=tuple(ns), feature_sets=tuple(args.feature_sets.split(",")))
     for share in (float(x) for x in args.shares.split(",")):
         keep = (data.split != TRAIN) | (u < share)

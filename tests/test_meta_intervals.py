@@ -8,10 +8,11 @@ import math
 import numpy as np
 import pytest
 
-from pipeline.core.data_split import EVALUATION, TRAIN, VALIDATION
+from pipeline.core.data_split import EVALUATION, TRAIN, VALIDATION, SplitConfig
 from pipeline.meta.intervals import (
     LEVEL_GRID,
     LEVELS,
+    conformal_folds,
     conformal_quantile,
     evaluate_strength,
     fit_strength_model,
@@ -79,12 +80,21 @@ def test_sample_strength_is_the_mean_of_the_rated_members():
         assert value == pytest.approx(np.nanmean(data.strength[members]))
 
 
+def test_folds_are_the_size_of_the_evaluation_split():
+    assert conformal_folds(MetaConfig()) == 8  # 0.8 / 0.1
+    assert conformal_folds(MetaConfig(split=SplitConfig(0.6, 0.2, 0.2))) == 3
+    assert conformal_folds(MetaConfig(fit_split="validation")) == 2  # 0.1 / 0.1, at least 2
+    assert conformal_folds(MetaConfig(split=SplitConfig(0.9, 0.1, 0.0))) == 2
+    assert conformal_folds(MetaConfig(conformal_folds=5)) == 5  # set by hand
+
+
 def test_out_of_fold_errors_cover_every_fold_of_the_fit_split():
-    """Five folds of the fit split's games, each scored by a model of the other four: 5 folds ×
-    4 groups × the validation draws per group, on the same scale as held-out errors."""
+    """Eight folds of the fit split's games (0.8 / 0.1), each scored by a model of the other
+    seven: 8 folds × 4 groups × the validation draws per group, on the scale of held-out
+    errors."""
     data = synthetic_instances(6_000, seed=5)
     config = MetaConfig(train_draws_per_group=300, validation_draws_per_group=50)
     errors = out_of_fold_errors(data, 1, "full", config)
-    assert errors.shape == (5 * 4 * 50,)
+    assert errors.shape == (8 * 4 * 50,)
     assert 40 < float(np.median(errors)) < 120  # the noise the features cannot see is σ = 80
     assert np.array_equal(errors, out_of_fold_errors(data, 1, "full", config))  # deterministic

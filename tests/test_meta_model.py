@@ -238,6 +238,19 @@ def test_train_meta_refuses_a_strength_net_the_aggregates_lack(trained: Path, tm
         main(args)
 
 
+def test_card_names_the_sscore_nets_a_refit_needs(trained: Path):
+    from pipeline.meta.model_card import render_card
+
+    manifest = load_meta_models(trained).manifest
+    assert manifest["sscore_nets"] == []  # every s-score: a refit needs no option
+    assert "--sscore-nets" not in render_card({**manifest, "name": "kibitz-meta-chess"})
+    restricted = {**manifest, "name": "kibitz-meta-chess", "sscore_nets": ["sscore-test"]}
+    assert (
+        "--aggregates models/kibitz-meta-chess/aggregates --out DIR --sscore-nets sscore-test`"
+        in render_card(restricted)
+    )
+
+
 def test_saved_models_predict_like_training(trained: Path):
     models = load_meta_models(trained)
     assert models.group_names == ["1000-1200", "1200-1400", "1400-1600", "1600-1800"]

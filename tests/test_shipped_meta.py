@@ -71,10 +71,12 @@ def test_estimate_works_with_no_model_option(game, tmp_path, capsys):
 def test_refit_from_the_shipped_aggregates_reproduces_the_model(game, tmp_path):
     shipped = resolve_meta_models(None, game)
     feature_set, n = shipped.feature_set(), 5
+    nets = shipped.manifest.get("sscore_nets")
     code = main(
         ["train", "meta", game, "--aggregates", str(shipped.aggregates_dir), "--out", str(tmp_path),
          "--n", str(n), "--feature-sets", feature_set,
          "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
+        + (["--sscore-nets", ",".join(nets)] if nets else [])
     )  # fmt: skip
     assert code == 0
     refit = load_meta_models(tmp_path)

@@ -6,12 +6,14 @@ of the sample's instances, on the data's own scale: the Lichess rating for chess
 numeric rank for Go (``1k`` = 0, ``n k`` = 1 − n, ``n d`` = n; ``pipeline.go_game.ranks``).
 
 The interval is split conformal (Vovk et al.; Lei et al. 2018): the regressor is fitted on the
-fit split's samples only, its absolute errors are taken on the monitoring split's samples (games
-the fit never saw), and the interval at level 1 − α is the prediction ± the
-⌈(m + 1)(1 − α)⌉-th smallest of those m errors. For a new sample exchangeable with the
-calibration samples the interval covers the truth with probability ≥ 1 − α, by construction,
-whatever the regressor's quality; a worse regressor only makes it wider. The evaluation split
-then measures the coverage (and the MAE beside the mean predictor's) on games used by neither.
+fit split's samples only, its absolute errors are taken on games it never saw (the monitoring
+split's samples, plus cross-fitted errors on the fit split's own games: :func:`out_of_fold_errors`),
+and the interval at level 1 − α is the prediction ± the ⌈(m + 1)(1 − α)⌉-th smallest of those m
+errors. For a new sample exchangeable with the calibration samples the interval covers the truth
+with probability ≥ 1 − α, by construction, whatever the regressor's quality; a worse regressor
+only makes it wider. The evaluation split then measures the coverage (and the MAE beside the
+mean predictor's) on games used by neither; `bench/conformal_coverage.py` measures it over many
+re-drawn splits, since one split's figure moves by several points with the split alone.
 """
 
 from __future__ import annotations
@@ -47,7 +49,6 @@ LEVELS = (0.8, 0.95)  # the intervals an estimate reports: 80 % and 95 %
 # Every level calibrated and saved: the reported ones, and the grid a conformal p-value of an
 # observed gap is read from (``kibitz audit``), at a resolution of 0.01.
 LEVEL_GRID = tuple(round(k / 100, 2) for k in range(1, 100))
-FOLDS = 5  # cross-fitting folds of the fit split (out_of_fold_errors)
 FOLD_SALT = "kibitz-conformal-folds-v1"
 STRENGTH_MODEL = "models/strength/n{n}.txt"  # in a `kibitz train meta` output folder
 
@@ -132,6 +133,25 @@ def fit_strength_model(
     return StrengthModel(n, feature_set, chosen, booster, half, int(errors.size))
 
 
+def conformal_folds(config: MetaConfig) -> int:
+    """Cross-fitting folds of the fit split: as many as make a held-out fold the size of the
+    evaluation split (fit fraction / evaluation fraction, 8 for the default 0.8 / 0.1), at
+    least 2.
+
+    A rank-group sample of n instances is drawn from one split's pool of each group; at large n
+    its error is mostly the pool's own deviation, which shrinks with the pool's size. Folds the
+    size of the evaluation split draw calibration samples from pools as large as the ones the
+    coverage is measured on (`python bench/conformal_coverage.py`, docs/meta.md).
+    ``config.conformal_folds`` > 0 sets the number instead.
+    """
+    if config.conformal_folds > 0:
+        return config.conformal_folds
+    fit = config.split.train if config.fit_split == "train" else config.split.validation
+    if config.split.evaluation <= 0:
+        return 2
+    return max(2, round(fit / config.split.evaluation))
+
+
 def out_of_fold_errors(
     data: InstanceData, n: int, feature_set: str, config: MetaConfig
 ) -> np.ndarray:
@@ -139,18 +159,19 @@ def out_of_fold_errors(
 
     The monitoring split alone is a tenth of the games: at n = 20 its samples reuse the same
     few instances of each group, and a quantile of their errors says little about new
-    players. Cross-fitting over :data:`FOLDS` folds of the fit split's games (cut by a hash of
-    the game id) adds errors on every fit game, each from a model that never saw it (CV+, Barber
-    et al. 2021); those models see 4/5 of the games, so their errors lean wide. A fold whose
-    groups are too small for n is skipped.
+    players. Cross-fitting over :func:`conformal_folds` folds of the fit split's games (cut by
+    a hash of the game id) adds errors on every fit game, each from a model that never saw it
+    (CV+, Barber et al. 2021); those models see (k − 1)/k of the games, so their errors lean
+    wide. A fold whose groups are too small for n is skipped.
     """
     chosen = feature_set_columns(data.columns, feature_set)
     fit = data.subset(np.flatnonzero(data.split == fit_and_monitor_splits(config)[0]))
+    folds = conformal_folds(config)
     fold = np.minimum(
-        (game_unit(fit.game_id.tolist(), FOLD_SALT) * FOLDS).astype(np.int64), FOLDS - 1
+        (game_unit(fit.game_id.tolist(), FOLD_SALT) * folds).astype(np.int64), folds - 1
     )
     errors = []
-    for k in range(FOLDS):
+    for k in range(folds):
         inner, outer = fit.subset(np.flatnonzero(fold != k)), fit.subset(np.flatnonzero(fold == k))
         rng = np.random.default_rng([config.seed, n, 10 + k])
         try:

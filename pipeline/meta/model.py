@@ -111,6 +111,9 @@ class MetaConfig:
     # The strength nets (extraction config names) whose s-scores the models may use; empty:
     # every one in the features (the chess preset extracts two).
     sscore_nets: tuple[str, ...] = ()
+    # Cross-fitting folds of the strength intervals' calibration errors; 0: as many as make a
+    # fold the size of the evaluation split (pipeline/meta/intervals.py:conformal_folds).
+    conformal_folds: int = 0
     # LightGBM defaults (100 trees, 31 leaves, lr 0.1) plus what makes a run repeatable: one
     # thread (the same models on any machine, as a refit of a shipped model must be; and on a
     # busy 2-core machine two threads wait on each other and train far slower than one).

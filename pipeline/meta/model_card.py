@@ -114,6 +114,12 @@ def _licences(manifest: dict[str, Any]) -> str:
     return "; ".join(found) if found else "see the nets' own entries in `kibitz models list`"
 
 
+def _sscore_option(manifest: dict) -> str:
+    """The ``--sscore-nets`` a refit needs: the strength nets the models were restricted to."""
+    nets = manifest.get("sscore_nets") or []
+    return f" --sscore-nets {','.join(nets)}" if nets else ""
+
+
 def render_card(manifest: dict[str, Any]) -> str:
     """The card's Markdown for a manifest of ``kibitz train meta`` (shipped or not)."""
     name = manifest.get("name", "meta-models")
@@ -144,8 +150,8 @@ def render_card(manifest: dict[str, Any]) -> str:
         f" ({split.get('train')}, {split.get('validation')}, {split.get('evaluation')}) and salt `{split.get('salt', '?')}`"
         f" (split hash `{manifest.get('split_hash', '?')}`); the figures below are on evaluation"
         " games only. The instances are shipped in `aggregates/player_instance_features.parquet`:"
-        f" `kibitz train meta {game} --aggregates models/{name}/aggregates --out DIR` refits the"
-        " models without extracting anything.",
+        f" `kibitz train meta {game} --aggregates models/{name}/aggregates --out DIR"
+        f"{_sscore_option(manifest)}` refits the models without extracting anything.",
         "",
         f"Aggregation: α = {aggregate.get('alpha')}, γ = {aggregate.get('gamma')}"
         " (`sql/marts/player_instance_features.sql`).",

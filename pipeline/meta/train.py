@@ -415,6 +415,9 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
             "split": asdict(config.split),
             "split_hash": config.split.split_hash(),
             "fit_split": config.fit_split,
+            # The strength nets whose s-scores the models use (empty: every one): a refit from
+            # the shipped aggregates passes them as --sscore-nets.
+            "sscore_nets": list(config.sscore_nets),
             "seed": config.seed,
             "aggregate": agg_summary["parameters"],
             "features_config_hash": agg_summary.get("features_config_hash"),
