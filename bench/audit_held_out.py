@@ -8,8 +8,15 @@ with the weakest group's lowest rating should be caught::
 
     python bench/audit_held_out.py chess
     python bench/audit_held_out.py go --alphas 0.01,0.05
+    python bench/audit_held_out.py go --player-set
 
-Prints, per α, the held-out players and their flagged share, then the planted players caught.
+``--player-set`` audits the model's player-specific set instead (``--player-aggregates``: on
+Fox, ``by-player`` players with about 20 games each, none of them fitted on), where the
+audit's estimate rests on a player's many games, as it would on a real platform.
+
+Prints, per α, the held-out players and their flagged share (also by games per player: the
+intervals are calibrated on samples of n players' games, and one player's own games are more
+alike), then the planted players caught.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.meta.aggregate import load_mart
 from pipeline.meta.audit import audit_players
 from pipeline.meta.registered import resolve_meta_models
 
@@ -29,14 +37,32 @@ def main() -> None:
     parser.add_argument("game", choices=("chess", "go"))
     parser.add_argument("--model", help="registry name or folder (default: kibitz-meta-GAME)")
     parser.add_argument("--alphas", default="0.01,0.05,0.2")
+    parser.add_argument(
+        "--player-set", action="store_true", help="audit the player-specific set's players"
+    )
     args = parser.parse_args()
     models = resolve_meta_models(args.model, args.game)
-    instances = models.evaluation_instances()
+    if not args.player_set:
+        instances = models.evaluation_instances()
+    elif models.player_aggregates_dir is None:
+        raise SystemExit(f"{models.root} has no player-specific set (--player-aggregates)")
+    else:
+        instances = load_mart(models.player_aggregates_dir, "player_instance_features")
     alphas = [float(a) for a in args.alphas.split(",")]
     for alpha in alphas:
         table = audit_players(models, instances, alpha=alpha)
-        rate = float(np.mean(table["flagged"].to_numpy(zero_copy_only=False)))
-        print(f"alpha {alpha:g}: {table.num_rows} held-out players, flagged {100 * rate:.1f} %")
+        flagged = table["flagged"].to_numpy(zero_copy_only=False)
+        games = table["games"].to_numpy()
+        print(
+            f"alpha {alpha:g}: {table.num_rows} held-out players, flagged {100 * flagged.mean():.1f} %"
+        )
+        for low, high in ((1, 4), (5, 14), (15, None)):
+            mine = (games >= low) & (games <= (high or games.max()))
+            if mine.any():
+                span = f"{low}-{high}" if high else f">= {low}"
+                print(
+                    f"    {span} games: {int(mine.sum())} players, flagged {100 * flagged[mine].mean():.1f} %"
+                )
     scale = models.strength().scale
     weakest, strongest = models.group_names[0], models.group_names[-1]
     low = float(pc.min(instances.filter(pc.equal(instances["rank_group"], weakest))[scale]).as_py())

@@ -128,7 +128,8 @@ def player_subset(
 
 
 def grow_games(wanted: pa.Table, game: str, out: Path) -> pa.Table:
-    """Add the games of ``wanted`` that ``out`` lacks as its next file; return the new games.
+    """Add the games of ``wanted`` that ``out`` lacks as the next file of each month they were
+    played in; return the new games.
 
     Extraction chunks are row ranges of each games file, so files already extracted are never
     rewritten: a run with larger quotas extracts only the added games and resumes the rest.
@@ -144,14 +145,15 @@ def grow_games(wanted: pa.Table, game: str, out: Path) -> pa.Table:
     if added.num_rows == 0:
         return added
     added = added.sort_by([("rank_group", "ascending"), ("game_id", "ascending")])
-    source = added["source"][0].as_py()
-    month = added["month"][0].as_py()
-    folder = out / f"game={game}" / f"source={source}" / f"month={month}"
-    folder.mkdir(parents=True, exist_ok=True)
     columns = [c for c in added.column_names if c not in ("game", "source", "month")]
-    pq.write_table(
-        added.select(columns), folder / f"part-{len(list(folder.glob('*.parquet')))}.parquet"
-    )
+    partitions = added.group_by(["source", "month"]).aggregate([]).sort_by("month").to_pylist()
+    for source, month in (tuple(p.values()) for p in partitions):
+        # one new file in each (source, month) partition the added games belong to
+        mine = pc.and_(pc.equal(added["source"], source), pc.equal(added["month"], month))
+        folder = out / f"game={game}" / f"source={source}" / f"month={month}"
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"part-{len(list(folder.glob('*.parquet')))}.parquet"
+        pq.write_table(added.filter(mine).select(columns), folder / name)
     return added
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import mlflow
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from synthetic_features import synthetic_features, write_features
 
@@ -351,6 +352,38 @@ def test_registered_meta_models_ship_verified_files_and_their_card(trained, tmp_
         verify_files(shipped)
     with pytest.raises(MetaDataError, match="is a lc0 net, not meta-models"):
         resolve_meta_models("maia-1100", "chess")
+
+
+def test_a_player_specific_set_ships_with_the_model_and_its_refit_command(trained, tmp_path):
+    """``--player-aggregates``: the manifest names the set, registering copies its instances,
+    and the card's refit command passes the shipped copy (so the player rows refit too)."""
+    from pipeline.meta.model_card import render_card
+    from pipeline.meta.registered import register_meta_models
+
+    aggregates = trained.parent / "aggregates"
+    out = tmp_path / "out"
+    code = main(
+        ["train", "meta", "chess", "--aggregates", str(aggregates), "--out", str(out),
+         "--player-aggregates", str(aggregates), "--n", "5", "--feature-sets", "full",
+         "--train-draws", "200", "--eval-draws", "100"]
+    )  # fmt: skip
+    assert code == 0
+    models = load_meta_models(out)
+    assert models.player_aggregates_dir == aggregates.resolve()
+    target = register_meta_models(out, "my-meta", models_root=tmp_path / "models")
+    shipped = load_meta_models(target)
+    assert shipped.manifest["player_aggregates_dir"] == "player-aggregates"
+    assert shipped.player_aggregates_dir == target / "player-aggregates"
+    assert "player-aggregates/player_instance_features.parquet" in shipped.manifest["files"]
+    assert pq.read_table(shipped.player_aggregates_dir / "player_instance_features.parquet").equals(
+        pq.read_table(aggregates / "player_instance_features.parquet")
+    )
+    card = render_card(shipped.manifest)
+    assert (
+        "--aggregates models/my-meta/aggregates --out DIR"
+        " --player-aggregates models/my-meta/player-aggregates`" in card
+    )
+    assert load_meta_models(trained).player_aggregates_dir is None
 
 
 def test_strength_models_are_saved_with_their_intervals(trained: Path):

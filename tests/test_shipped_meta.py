@@ -71,12 +71,13 @@ def test_estimate_works_with_no_model_option(game, tmp_path, capsys):
 def test_refit_from_the_shipped_aggregates_reproduces_the_model(game, tmp_path):
     shipped = resolve_meta_models(None, game)
     feature_set, n = shipped.feature_set(), 5
-    nets = shipped.manifest.get("sscore_nets")
+    nets, players = shipped.manifest.get("sscore_nets"), shipped.player_aggregates_dir
     code = main(
         ["train", "meta", game, "--aggregates", str(shipped.aggregates_dir), "--out", str(tmp_path),
          "--n", str(n), "--feature-sets", feature_set,
          "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
         + (["--sscore-nets", ",".join(nets)] if nets else [])
+        + (["--player-aggregates", str(players)] if players else [])
     )  # fmt: skip
     assert code == 0
     refit = load_meta_models(tmp_path)
@@ -92,6 +93,7 @@ def test_refit_from_the_shipped_aggregates_reproduces_the_model(game, tmp_path):
         refit.strength().predict(x, columns, n), shipped.strength().predict(x, columns, n)
     )
     assert refit.accuracy(feature_set, n) == shipped.accuracy(feature_set, n)
+    assert refit.accuracy(feature_set, n, "player") == shipped.accuracy(feature_set, n, "player")
 
 
 @pytest.mark.parametrize("game", GAMES)
@@ -116,3 +118,19 @@ def test_audit_of_held_out_players(game):
     caught = float(np.mean(mine["flagged"].to_numpy(zero_copy_only=False)))
     assert mine.num_rows > 20 and caught >= 0.8
     assert float(pc.min(mine["gap"]).as_py()) > 0  # each plays stronger than the planted rating
+
+
+def test_go_player_rows_come_from_its_shipped_by_player_set():
+    """The Go model's player-specific rows (Tables 6/7) sample the shipped `by-player` set: its
+    games are none the models were fitted on, and at n = 15 every (player, rank group) with at
+    least 15 instances gives the protocol's 5 samples."""
+    models = resolve_meta_models(None, "go")
+    assert models.player_aggregates_dir == models.root / "player-aggregates"
+    players = pq.read_table(models.player_aggregates_dir / "player_instance_features.parquet")
+    fitted = pq.read_table(models.aggregates_dir / "player_instance_features.parquet")
+    assert not set(players["game_id"].to_pylist()) & set(fitted["game_id"].to_pylist())
+    units = players.group_by(["player", "rank_group"]).aggregate([("game_id", "count")])
+    eligible = pc.sum(pc.greater_equal(units["game_id_count"], 15)).as_py()
+    assert eligible >= 100  # 10 players a group, 20 games each
+    row = models.accuracy(models.feature_set(), 15, "player")
+    assert row["samples"] == 5 * eligible

@@ -114,10 +114,33 @@ def _licences(manifest: dict[str, Any]) -> str:
     return "; ".join(found) if found else "see the nets' own entries in `kibitz models list`"
 
 
-def _sscore_option(manifest: dict) -> str:
-    """The ``--sscore-nets`` a refit needs: the strength nets the models were restricted to."""
+def _refit_options(manifest: dict) -> str:
+    """The options a refit from the shipped aggregates needs besides them: the strength nets the
+    models were restricted to (``--sscore-nets``) and the player-specific set, if any."""
     nets = manifest.get("sscore_nets") or []
-    return f" --sscore-nets {','.join(nets)}" if nets else ""
+    options = f" --sscore-nets {','.join(nets)}" if nets else ""
+    player_dir = manifest.get("player_aggregates_dir")
+    if player_dir:
+        shipped = not Path(player_dir).is_absolute()
+        where = (
+            f"models/{manifest.get('name', 'meta-models')}/{player_dir}" if shipped else player_dir
+        )
+        options += f" --player-aggregates {where}"
+    return options
+
+
+def _player_set(manifest: dict) -> str:
+    """Where the player-specific rows' instances come from."""
+    if not manifest.get("player_aggregates_dir"):
+        return (
+            " The player-specific rows sample the evaluation games' own players (a player with"
+            " fewer than n instances there gives no sample at n)."
+        )
+    return (
+        " The player-specific rows sample other games, of players with many games each"
+        " (`--player-aggregates`, shipped in `player-aggregates/`; games the models were fitted"
+        " on are left out)."
+    )
 
 
 def render_card(manifest: dict[str, Any]) -> str:
@@ -151,7 +174,8 @@ def render_card(manifest: dict[str, Any]) -> str:
         f" (split hash `{manifest.get('split_hash', '?')}`); the figures below are on evaluation"
         " games only. The instances are shipped in `aggregates/player_instance_features.parquet`:"
         f" `kibitz train meta {game} --aggregates models/{name}/aggregates --out DIR"
-        f"{_sscore_option(manifest)}` refits the models without extracting anything.",
+        f"{_refit_options(manifest)}` refits the models without extracting anything."
+        f"{_player_set(manifest)}",
         "",
         f"Aggregation: α = {aggregate.get('alpha')}, γ = {aggregate.get('gamma')}"
         " (`sql/marts/player_instance_features.sql`).",

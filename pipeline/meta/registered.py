@@ -13,6 +13,7 @@ then checks that the nets it would extract with are the ones the model was train
         MODEL_CARD.md               rendered from the manifest (pipeline/meta/model_card.py)
         models/<feature_set>/n<n>.txt
         aggregates/*.parquet, _aggregate.json   what `kibitz train meta --aggregates` refits on
+        player-aggregates/…         the player-specific set's instances (--player-aggregates), if any
         tables/results.csv, table2_rank_group.md, table67_player.md
 """
 
@@ -40,6 +41,7 @@ from pipeline.nets.registry import (
 
 DEFAULT_NAME = "kibitz-meta-{game}"
 AGGREGATES = "aggregates"
+PLAYER_AGGREGATES = "player-aggregates"
 # The marts a shipped model keeps: the instances it was fitted on (a refit reads them, with
 # rank_groups), and the two group profiles an estimate's report draws the player against.
 SHIPPED_MARTS = ("player_instance_features", "rank_groups", "prior_profile", "loss_by_move_number")
@@ -63,6 +65,20 @@ def _copy(source: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(source, target)
     target.chmod(0o644)
+
+
+def _ship_marts(source: Path, target: Path, folder: str, marts: tuple[str, ...]) -> list[str]:
+    """Copy ``marts`` of the aggregates ``source`` and their summary into ``target/folder``;
+    the copied files, relative to ``target``."""
+    files = []
+    for mart in marts:
+        rel = f"{folder}/{mart}.parquet"
+        _copy(source / f"{mart}.parquet", target / rel)
+        files.append(rel)
+    summary = json.loads((source / SUMMARY_FILE).read_text())
+    summary["rows"] = {m: n for m, n in summary.get("rows", {}).items() if m in marts}
+    (target / folder / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
+    return [*files, f"{folder}/{SUMMARY_FILE}"]
 
 
 def register_meta_models(
@@ -89,20 +105,18 @@ def register_meta_models(
     files += [rel for rel in SHIPPED_TABLES if (trained.root / rel).is_file()]
     for rel in files:
         _copy(trained.root / rel, target / rel)
-    for mart in SHIPPED_MARTS:
-        rel = f"{AGGREGATES}/{mart}.parquet"
-        _copy(trained.aggregates_dir / f"{mart}.parquet", target / rel)
-        files.append(rel)
-    summary = json.loads((trained.aggregates_dir / SUMMARY_FILE).read_text())
-    summary["rows"] = {m: n for m, n in summary.get("rows", {}).items() if m in SHIPPED_MARTS}
-    (target / AGGREGATES / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
-    files.append(f"{AGGREGATES}/{SUMMARY_FILE}")
+    files += _ship_marts(trained.aggregates_dir, target, AGGREGATES, SHIPPED_MARTS)
+    player_dir = trained.player_aggregates_dir
+    if player_dir is not None:
+        # the player rows' instances (rank groups come from the training aggregates)
+        files += _ship_marts(player_dir, target, PLAYER_AGGREGATES, ("player_instance_features",))
     manifest = {k: v for k, v in trained.manifest.items() if k not in _LOCAL_KEYS}
     manifest.update(
         name=name,
         models={shipped_set: trained.manifest["models"][shipped_set]},
         feature_sets={shipped_set: trained.manifest["feature_sets"][shipped_set]},
         aggregates_dir=AGGREGATES,
+        player_aggregates_dir=PLAYER_AGGREGATES if player_dir is not None else None,
         files={rel: file_sha256(target / rel) for rel in sorted(files)},
     )
     manifest_path = target / MANIFEST_FILE

@@ -423,6 +423,11 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
             "features_config_hash": agg_summary.get("features_config_hash"),
             "features_dir": str(features_dir.resolve()),
             "aggregates_dir": str(aggregates.resolve()),  # a relative path: inside the folder
+            # The other games of the player-specific protocol (Fox by-player), if any: a shipped
+            # model keeps their instances, so its player rows are refitted like the others.
+            "player_aggregates_dir": (
+                str(run.player_aggregates_dir.resolve()) if run.player_aggregates_dir else None
+            ),
             # What the features were extracted with (nets, their sha256, settings): `kibitz
             # estimate` extracts a player's games the same way, and checks the nets' sha256.
             "features_config": run_config,
@@ -479,6 +484,15 @@ class MetaModels:
     def aggregates_dir(self) -> Path:
         """The training aggregates (a shipped model's are inside its folder, named relatively)."""
         path = Path(self.manifest.get("aggregates_dir", "aggregates"))
+        return path if path.is_absolute() else self.root / path
+
+    @property
+    def player_aggregates_dir(self) -> Path | None:
+        """The player-specific protocol's own aggregates (``--player-aggregates``), if used."""
+        named = self.manifest.get("player_aggregates_dir")
+        if not named:
+            return None
+        path = Path(named)
         return path if path.is_absolute() else self.root / path
 
     def evaluation_instances(self) -> pa.Table:
