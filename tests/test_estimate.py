@@ -101,6 +101,12 @@ def test_estimate_prints_json_and_writes_report(trained: Path, capsys):
     low95, high95 = out["interval_95"]
     assert low95 <= low80 < out["strength"] < high80 <= high95
     assert 800 < out["strength"] < 2400
+    # how often such intervals held on one player's own games, where the model measured it
+    player_rows = {
+        r["n"]: [r["coverage_80"], r["coverage_95"]]
+        for r in manifest["strength"]["results"] if r["sampling"] == "player" and r["samples"]
+    }  # fmt: skip
+    assert out["interval_coverage_player"] == player_rows.get(2)
     # after each game: the last step is the estimate itself
     steps = out["steps"]
     assert [s["games"] for s in steps] == [1, 2] and [s["n_model"] for s in steps] == [1, 2]

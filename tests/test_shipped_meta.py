@@ -65,6 +65,12 @@ def test_estimate_works_with_no_model_option(game, tmp_path, capsys):
     )
     low, high = out["interval_95"]
     assert low < out["strength"] < high
+    # the intervals' coverage on one player's own games at that n, as the card measured it
+    held = next(
+        [r["coverage_80"], r["coverage_95"]] for r in models.manifest["strength"]["results"]
+        if (r["n"], r["sampling"]) == (out["n_model"], "player")
+    )  # fmt: skip
+    assert out["interval_coverage_player"] == held
 
 
 @pytest.mark.parametrize("game", GAMES)

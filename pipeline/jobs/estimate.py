@@ -48,6 +48,7 @@ from pipeline.meta.aggregate import (
     load_mart,
     run_aggregate,
 )
+from pipeline.meta.intervals import SavedStrength
 from pipeline.meta.model import MetaDataError
 from pipeline.meta.progressive import Step, further_games, games_for_confidence, score_steps
 from pipeline.meta.registered import check_nets
@@ -83,6 +84,10 @@ class Estimate:
     strength: float | None
     interval_80: list[float] | None
     interval_95: list[float] | None
+    # How often those intervals held on one player's own n_model games where the model measured
+    # it ([80 %, 95 %]): they are calibrated on n different players' games, and a player's own
+    # games share the player's offset, so from about 10 games on they cover less (docs/meta.md).
+    interval_coverage_player: list[float] | None
     # Games at which the model's measured ±1-group accuracy reaches `confidence` (trained n
     # interpolated), and how many more than `games_used` that is; None: not reached.
     confidence: float
@@ -154,7 +159,16 @@ class Estimate:
             for level, iv in (("80 %", self.interval_80), ("95 %", self.interval_95))
             if iv is not None
         ]
-        return f"strength ({self.strength_scale}): {label(self.strength)} ({'; '.join(bands)})\n"
+        held = (
+            f"; on one player's own {self.n_model} game(s) the model measured these intervals"
+            f" to hold {100 * self.interval_coverage_player[0]:.1f} / "
+            f"{100 * self.interval_coverage_player[1]:.1f} % of the time"
+            if self.interval_coverage_player is not None
+            else ""
+        )
+        return (
+            f"strength ({self.strength_scale}): {label(self.strength)} ({'; '.join(bands)}){held}\n"
+        )
 
 
 def read_player_games(game: str, sources: list[str], player: str) -> tuple[pa.Table, int]:
@@ -236,6 +250,12 @@ def write_features(features: pa.Table, root: Path) -> None:
 
 def _band(groups: list[str], index: int) -> list[str]:
     return groups[max(index - 1, 0) : index + 2]
+
+
+def _player_coverage(strength: SavedStrength | None, n: int) -> list[float] | None:
+    """The strength intervals' measured coverage on one player's own ``n`` games, if any."""
+    measured = strength.coverage(n, "player") if strength is not None else None
+    return list(measured) if measured is not None else None
 
 
 def player_instances(aggregates: Path, player: str) -> pa.Table:
@@ -402,6 +422,7 @@ def run_estimate(
         strength=last.strength,
         interval_80=last.interval_80,
         interval_95=last.interval_95,
+        interval_coverage_player=_player_coverage(strength, last.n_model),
         confidence=confidence,
         games_needed=None if needed is None else math.ceil(needed - 1e-9),
         further_games=further_games(needed, instances.num_rows),

@@ -312,6 +312,15 @@ class SavedStrength:
         path = self.root / self.record["models"][str(n)]
         return lgb.Booster(model_file=str(path)).predict(features[:, pick])
 
+    def coverage(self, n: int, sampling: str) -> tuple[float, float] | None:
+        """The measured coverage of the 80 % and 95 % intervals at trained ``n`` with
+        ``sampling`` (``rank_group`` or ``player``: n games of one player), as ``kibitz train
+        meta`` measured it on evaluation games; None where not measured (no such samples)."""
+        for row in self.record.get("results", []):
+            if (row["n"], row["sampling"]) == (n, sampling) and "coverage_80" in row:
+                return row["coverage_80"], row["coverage_95"]
+        return None
+
     def half_widths(self, n: int) -> np.ndarray:
         """(len(LEVEL_GRID),) half-widths of the model at trained ``n`` (inf: unbounded)."""
         widths = self.record["half_width"][str(n)]
