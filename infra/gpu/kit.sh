@@ -12,10 +12,11 @@
 #   .gpu-kit/site-run.tar.xz    ingest, extract, aggregate (Ray, DuckDB, python-chess, …)
 #   .gpu-kit/site-train.tar.xz  what training adds (MLflow, LightGBM)
 #   .gpu-kit/stockfish.xz       Debian's Stockfish binary (KIBITZ_STOCKFISH)
-#   .gpu-kit/shared.tar.xz      ../shared/models and the ../shared folders named on the command line
+#   .gpu-kit/shared.tar.xz      the ../shared folders named on the command line (the nets and the
+#                               data the work needs), with models/SHA256SUMS
 #
-#   bash infra/gpu/kit.sh data/go/fox-selected/testing data/go/fox-selected/by-player
-#   bash infra/gpu/kit.sh --shared-only data/chess/lichess-2024-02-blitz/testing   # new data only
+#   bash infra/gpu/kit.sh models/katago data/go/fox-selected/testing data/go/fox-selected/by-player
+#   bash infra/gpu/kit.sh --shared-only models/maia data/chess/lichess-2024-02-blitz/testing
 #
 # It prints each part's size. Upload the parts a command needs beside the checkout (in
 # .gpu-kit/) and start the command with `source infra/gpu/env.sh`, which unpacks them on the
@@ -40,8 +41,8 @@ shared_part() {
     for path in "$@"; do
         [ -e "$SHARED/$path" ] || { echo "kit.sh: no $SHARED/$path" >&2; exit 1; }
     done
-    tar -C "$SHARED" -cf - models "$@" | xz -T0 -6 > "$KIT/shared.tar.xz"
-    echo "shared.tar.xz  $(size "$KIT/shared.tar.xz")  (models $*)"
+    tar -C "$SHARED" -cf - models/SHA256SUMS "$@" | xz -T0 -6 > "$KIT/shared.tar.xz"
+    echo "shared.tar.xz  $(size "$KIT/shared.tar.xz")  ($*)"
 }
 
 mkdir -p "$KIT"
