@@ -27,7 +27,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.meta.aggregate import load_mart
 from pipeline.meta.audit import audit_players
 from pipeline.meta.registered import resolve_meta_models
 
@@ -42,12 +41,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     models = resolve_meta_models(args.model, args.game)
-    if not args.player_set:
-        instances = models.evaluation_instances()
-    elif models.player_aggregates_dir is None:
-        raise SystemExit(f"{models.root} has no player-specific set (--player-aggregates)")
-    else:
-        instances = load_mart(models.player_aggregates_dir, "player_instance_features")
+    instances = models.player_instances() if args.player_set else models.evaluation_instances()
     alphas = [float(a) for a in args.alphas.split(",")]
     for alpha in alphas:
         table = audit_players(models, instances, alpha=alpha)

@@ -35,13 +35,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1, help="the trained n whose models score")
     args = parser.parse_args()
     models = resolve_meta_models(args.model, args.game)
-    if models.player_aggregates_dir is None:
-        raise SystemExit(f"{models.root} has no player-specific set (--player-aggregates)")
     data = instance_data(
-        load_mart(models.player_aggregates_dir, "player_instance_features"),
+        models.player_instances(),
         load_mart(models.aggregates_dir, "rank_groups"),
         game=args.game,
-        split=SplitConfig(**models.manifest["split"]),
+        split=SplitConfig(),  # the shared split Kibitz's nets were trained on (docs/train.md)
     )
     feature_set = models.feature_set()
     _, group = models.predict(data.features, data.columns, feature_set, args.n)

@@ -131,14 +131,15 @@ def _refit_options(manifest: dict) -> str:
 
 def _player_set(manifest: dict) -> str:
     """Where the player-specific rows' instances come from."""
-    if not manifest.get("player_aggregates_dir"):
+    folder = manifest.get("player_aggregates_dir")
+    if not folder:
         return (
             " The player-specific rows sample the evaluation games' own players (a player with"
             " fewer than n instances there gives no sample at n)."
         )
     return (
         " The player-specific rows sample other games, of players with many games each"
-        " (`--player-aggregates`, shipped in `player-aggregates/`; games the models were fitted"
+        f" (`--player-aggregates`, shipped in `{folder}/`; games the models were fitted"
         " on are left out)."
     )
 

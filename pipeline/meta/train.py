@@ -480,20 +480,30 @@ class MetaModels:
         """The feature set an estimate applies (:func:`pipeline.meta.model.preferred_set`)."""
         return preferred_set(list(self.manifest["models"]))
 
+    def _folder(self, named: str) -> Path:
+        """A folder the manifest names: a shipped model's are inside it, named relatively."""
+        path = Path(named)
+        return path if path.is_absolute() else self.root / path
+
     @property
     def aggregates_dir(self) -> Path:
-        """The training aggregates (a shipped model's are inside its folder, named relatively)."""
-        path = Path(self.manifest.get("aggregates_dir", "aggregates"))
-        return path if path.is_absolute() else self.root / path
+        """The training aggregates."""
+        return self._folder(self.manifest.get("aggregates_dir", "aggregates"))
 
     @property
     def player_aggregates_dir(self) -> Path | None:
         """The player-specific protocol's own aggregates (``--player-aggregates``), if used."""
         named = self.manifest.get("player_aggregates_dir")
-        if not named:
-            return None
-        path = Path(named)
-        return path if path.is_absolute() else self.root / path
+        return self._folder(named) if named else None
+
+    def player_instances(self) -> pa.Table:
+        """The player-specific set's instances: players with many games of their own, none of
+        them fitted on (what a check of these models on one player's games must use)."""
+        if self.player_aggregates_dir is None:
+            raise MetaDataError(
+                f"{str(self.root)!r} has no player-specific set (--player-aggregates)"
+            )
+        return load_mart(self.player_aggregates_dir, "player_instance_features")
 
     def evaluation_instances(self) -> pa.Table:
         """The training aggregates' instances of evaluation-split games: never fitted on nor
