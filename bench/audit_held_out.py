@@ -14,9 +14,12 @@ with the weakest group's lowest rating should be caught::
 Fox, ``by-player`` players with about 20 games each, none of them fitted on), where the
 audit's estimate rests on a player's many games, as it would on a real platform.
 
-Prints, per α, the held-out players and their flagged share (also by games per player: the
-intervals are calibrated on samples of n players' games, and one player's own games are more
-alike), then the planted players caught.
+Where the model has a player calibration (intervals calibrated on one player's own n games),
+each half of the players is judged by the other half's calibration only
+(:func:`pipeline.meta.audit.audit_held_out_players`), so no player is audited by widths that saw
+them. Prints, per α, the held-out players and their flagged share (also by games per player:
+intervals calibrated on samples of n different players' games flag a player's own consistent
+games too often), then the planted players caught.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.meta.audit import audit_players
+from pipeline.meta.audit import audit_held_out_players
 from pipeline.meta.registered import resolve_meta_models
 
 
@@ -44,7 +47,7 @@ def main() -> None:
     instances = models.player_instances() if args.player_set else models.evaluation_instances()
     alphas = [float(a) for a in args.alphas.split(",")]
     for alpha in alphas:
-        table = audit_players(models, instances, alpha=alpha)
+        table = audit_held_out_players(models, instances, alpha=alpha)
         flagged = table["flagged"].to_numpy(zero_copy_only=False)
         games = table["games"].to_numpy()
         print(
@@ -65,7 +68,7 @@ def main() -> None:
     values = pc.if_else(top, pa.scalar(low), pc.cast(instances[scale], pa.float64()))
     planted = instances.set_column(instances.schema.get_field_index(scale), scale, values)
     for alpha in alphas:
-        table = audit_players(models, planted, alpha=alpha)
+        table = audit_held_out_players(models, planted, alpha=alpha)
         mine = table.filter(pc.is_in(table["player"], players))
         caught = float(np.mean(mine["flagged"].to_numpy(zero_copy_only=False)))
         print(f"alpha {alpha:g}: {mine.num_rows} players of {strongest} relabelled {low:g}"

@@ -29,9 +29,9 @@ def sample_sizes(text: str) -> list[int]:
     return [int(x) for x in text.split(",")]
 
 
+INSTANCES = "player_instance_features"
+
+
 def instance_tables(aggregates: Path) -> tuple[pa.Table, pa.Table]:
     """The per-player-instance features and the rank groups of an aggregates folder."""
-    return (
-        load_mart(aggregates, "player_instance_features"),
-        load_mart(aggregates, "rank_groups"),
-    )
+    return load_mart(aggregates, INSTANCES), load_mart(aggregates, "rank_groups")

@@ -101,10 +101,15 @@ def test_estimate_prints_json_and_writes_report(trained: Path, capsys):
     low95, high95 = out["interval_95"]
     assert low95 <= low80 < out["strength"] < high80 <= high95
     assert 800 < out["strength"] < 2400
-    # how often such intervals held on one player's own games, where the model measured it
+    # how often such intervals held on one player's own games, where the model measured it,
+    # for the calibration the estimate applied (a player calibration where the model has one)
+    calibrated = manifest["strength"].get("player_calibration", {}).get("half_width", {})
+    out_calibration = "player" if "2" in calibrated else "rank_group"
+    assert out["interval_calibration"] == out_calibration
     player_rows = {
         r["n"]: [r["coverage_80"], r["coverage_95"]]
-        for r in manifest["strength"]["results"] if r["sampling"] == "player" and r["samples"]
+        for r in manifest["strength"]["results"]
+        if (r["sampling"], r["calibration"]) == ("player", out_calibration) and "coverage_80" in r
     }  # fmt: skip
     assert out["interval_coverage_player"] == player_rows.get(2)
     # after each game: the last step is the estimate itself

@@ -24,6 +24,7 @@ from pipeline.meta.model import (
     chen_group_means,
     chen_predict,
     feature_set_columns,
+    instance_data,
     keep_sscore_nets,
     round_to_group,
     train_and_evaluate,
@@ -77,6 +78,25 @@ CONFIG = MetaConfig(
     validation_draws_per_group=100,
     eval_draws_per_group=200,
 )
+
+
+def test_a_unit_is_one_player_in_one_rank_group():
+    """Units pair the player with the group index, not a joined string: "ab" in group 12 and
+    "ab1" in group 2 are two units, each naming its player; one player in two groups, two."""
+    names = [f"g{k}" for k in range(13)]
+    players = ["ab", "ab1", "ab", "cd", "cd"]
+    groups = ["g12", "g2", "g12", "g3", "g4"]
+    instances = pa.table({
+        "game": ["go"] * 5, "game_id": [f"x{k}" for k in range(5)], "player": players,
+        "rank_group": groups, "sscore_net_mean_all": np.arange(5.0),
+    })  # fmt: skip
+    rank_groups = pa.table(
+        {"game": ["go"] * 13, "rank_group": names, "group_index": list(range(13))}
+    )
+    data = instance_data(instances, rank_groups, game="go")
+    assert data.unit.tolist() == [0, 1, 0, 2, 3]
+    assert data.unit_player[data.unit].tolist() == players
+    assert data.subset(np.array([3, 4])).unit_player is data.unit_player  # ids keep meaning
 
 
 def test_structured_groups_are_recovered():
@@ -397,7 +417,7 @@ def test_strength_models_are_saved_with_their_intervals(trained: Path):
     assert len(grid) == 99 and (grid[0], grid[79], grid[94], grid[-1]) == (0.01, 0.8, 0.95, 0.99)
     widths = record["half_width"]["5"]
     assert widths == sorted(widths) and 0 < widths[79] < widths[94]
-    by = {(r["sampling"], r["n"]): r for r in record["results"]}
+    by = {(r["sampling"], r["n"]): r for r in record["results"] if r["calibration"] == "rank_group"}
     assert by[("rank_group", 5)]["samples"] == 4 * 100
     assert (
         0.0 <= by[("rank_group", 5)]["coverage_80"] <= by[("rank_group", 5)]["coverage_95"] <= 1.0
@@ -442,10 +462,16 @@ def test_audit_flags_a_relabelled_player_and_writes_its_view(trained: Path, tmp_
     table = audit_players(models, planted, alpha=0.05)
     assert table.num_rows == len(set(instances["player"].to_pylist()))
     row = next(r for r in table.to_pylist() if r["player"] == target)
-    assert row["flagged"] and row["gap"] > 2_000 and row["z"] > 2 and row["p_value"] == 0.01
+    # the smallest p-value the calibration can give: 1 − its largest level with a finite width
+    # (the player calibration at n = 1 rests on a few dozen synthetic players)
+    widths = models.strength().half_widths(1)
+    grid = models.manifest["strength"]["level_grid"]
+    smallest = round(1 - grid[int(np.flatnonzero(np.isfinite(widths))[-1])], 2)
+    assert models.strength().calibration(1) == "player" and smallest <= 0.05
+    assert row["flagged"] and row["gap"] > 2_000 and row["z"] > 1.9 and row["p_value"] == smallest
     assert row["rated"] == -1300.0 and row["games"] == 1 and row["n_model"] == 1
     assert row["interval_low"] < row["estimate"] < row["interval_high"] < row["rated"] + 4_000
-    assert table["p_value"][0].as_py() == 0.01  # the most surprising players first
+    assert table["p_value"][0].as_py() == smallest  # the most surprising players first
     # written where the catalog finds it, with its MLflow run
     import duckdb
 

@@ -16,7 +16,7 @@ import pytest
 from pipeline.cli.main import main
 from pipeline.core import settings
 from pipeline.meta.aggregate import feature_columns
-from pipeline.meta.audit import audit_players
+from pipeline.meta.audit import audit_held_out_players
 from pipeline.meta.model_card import render_card
 from pipeline.meta.registered import default_name, resolve_meta_models
 from pipeline.meta.train import load_meta_models
@@ -65,10 +65,15 @@ def test_estimate_works_with_no_model_option(game, tmp_path, capsys):
     )
     low, high = out["interval_95"]
     assert low < out["strength"] < high
-    # the intervals' coverage on one player's own games at that n, as the card measured it
+    # the intervals are calibrated on one player's own games (n = 1: every evaluation or
+    # by-player player's single games), and their coverage on other players is the card's
+    record = models.manifest["strength"]
+    assert out["interval_calibration"] == "player"
+    width = record["player_calibration"]["half_width"][str(out["n_model"])][79]
+    assert out["interval_80"][1] - out["strength"] == pytest.approx(width, abs=1e-3)
     held = next(
-        [r["coverage_80"], r["coverage_95"]] for r in models.manifest["strength"]["results"]
-        if (r["n"], r["sampling"]) == (out["n_model"], "player")
+        [r["coverage_80"], r["coverage_95"]] for r in record["results"]
+        if (r["n"], r["sampling"], r["calibration"]) == (out["n_model"], "player", "player")
     )  # fmt: skip
     assert out["interval_coverage_player"] == held
 
@@ -100,6 +105,12 @@ def test_refit_from_the_shipped_aggregates_reproduces_the_model(game, tmp_path):
     )
     assert refit.accuracy(feature_set, n) == shipped.accuracy(feature_set, n)
     assert refit.accuracy(feature_set, n, "player") == shipped.accuracy(feature_set, n, "player")
+    # and the intervals calibrated on one player's own games, where the model has them
+    calibrated = shipped.manifest["strength"].get("player_calibration")
+    if calibrated and str(n) in calibrated["half_width"]:
+        again = refit.manifest["strength"]["player_calibration"]
+        assert again["half_width"][str(n)] == calibrated["half_width"][str(n)]
+        assert again["fold_half_width"][str(n)] == calibrated["fold_half_width"][str(n)]
 
 
 @pytest.mark.parametrize("game", GAMES)
@@ -109,7 +120,7 @@ def test_audit_of_held_out_players(game):
     models = resolve_meta_models(None, game)
     instances = models.evaluation_instances()
     alpha = 0.05
-    table = audit_players(models, instances, alpha=alpha)
+    table = audit_held_out_players(models, instances, alpha=alpha)
     rate = float(np.mean(table["flagged"].to_numpy(zero_copy_only=False)))
     assert table.num_rows > 100 and rate <= alpha + 0.03
     scale = models.strength().scale
@@ -119,7 +130,7 @@ def test_audit_of_held_out_players(game):
     planted_players = set(instances.filter(top)["player"].to_pylist())
     values = pc.if_else(top, pa.scalar(low), pc.cast(instances[scale], pa.float64()))
     planted = instances.set_column(instances.schema.get_field_index(scale), scale, values)
-    audited = audit_players(models, planted, alpha=alpha)
+    audited = audit_held_out_players(models, planted, alpha=alpha)
     mine = audited.filter(pc.is_in(audited["player"], pa.array(sorted(planted_players))))
     caught = float(np.mean(mine["flagged"].to_numpy(zero_copy_only=False)))
     assert mine.num_rows > 20 and caught >= 0.8
@@ -137,6 +148,25 @@ def test_go_player_rows_come_from_its_shipped_by_player_set():
     assert not set(players["game_id"].to_pylist()) & set(fitted["game_id"].to_pylist())
     units = players.group_by(["player", "rank_group"]).aggregate([("game_id", "count")])
     eligible = pc.sum(pc.greater_equal(units["game_id_count"], 15)).as_py()
-    assert eligible >= 100  # 10 players a group, 20 games each
+    assert eligible >= 200  # 20 players a group (7d: 14), 20 games each
     row = models.accuracy(models.feature_set(), 15, "player")
     assert row["samples"] == 5 * eligible
+
+
+def test_go_intervals_for_one_player_are_calibrated_on_the_by_player_set():
+    """At every trained n the Go model's intervals for one player's own games come from its
+    by-player set (wider than those calibrated on samples of n different players), and the
+    audit of that set's players, each judged by the other half's widths, flags the ones with
+    ≥ 15 games at about α (twice α with the rank-group calibration)."""
+    models = resolve_meta_models(None, "go")
+    strength = models.strength()
+    record = strength.record
+    for n in models.ns:
+        assert strength.calibration(n) == "player"
+        assert record["player_calibration"]["players"][str(n)] >= 200
+        assert strength.half_widths(n)[79] >= record["half_width"][str(n)][79] * 0.9
+    alpha = 0.05
+    table = audit_held_out_players(models, models.player_instances(), alpha=alpha)
+    many = table.filter(pc.greater_equal(table["games"], 15))
+    rate = float(np.mean(many["flagged"].to_numpy(zero_copy_only=False)))
+    assert many.num_rows >= 100 and rate <= alpha + 0.04

@@ -84,9 +84,12 @@ class Estimate:
     strength: float | None
     interval_80: list[float] | None
     interval_95: list[float] | None
-    # How often those intervals held on one player's own n_model games where the model measured
-    # it ([80 %, 95 %]): they are calibrated on n different players' games, and a player's own
-    # games share the player's offset, so from about 10 games on they cover less (docs/meta.md).
+    # What the intervals were calibrated on: "player" (one player's own n_model games, where the
+    # model has a player-specific set) or "rank_group" (samples of n_model different players,
+    # which cover one player's own games less from about 10 games on: docs/meta.md).
+    interval_calibration: str | None
+    # How often those intervals held on one player's own n_model games, measured on players
+    # they were not calibrated on ([80 %, 95 %]); None where not measured.
     interval_coverage_player: list[float] | None
     # Games at which the model's measured ±1-group accuracy reaches `confidence` (trained n
     # interpolated), and how many more than `games_used` that is; None: not reached.
@@ -159,15 +162,20 @@ class Estimate:
             for level, iv in (("80 %", self.interval_80), ("95 %", self.interval_95))
             if iv is not None
         ]
+        calibrated = (
+            f"; calibrated on one player's own {self.n_model} game(s)"
+            if self.interval_calibration == "player"
+            else ""
+        )
         held = (
-            f"; on one player's own {self.n_model} game(s) the model measured these intervals"
+            f"; on other players' own {self.n_model} game(s) the model measured these intervals"
             f" to hold {100 * self.interval_coverage_player[0]:.1f} / "
             f"{100 * self.interval_coverage_player[1]:.1f} % of the time"
             if self.interval_coverage_player is not None
             else ""
         )
         return (
-            f"strength ({self.strength_scale}): {label(self.strength)} ({'; '.join(bands)}){held}\n"
+            f"strength ({self.strength_scale}): {label(self.strength)} ({'; '.join(bands)}){calibrated}{held}\n"
         )
 
 
@@ -422,6 +430,7 @@ def run_estimate(
         strength=last.strength,
         interval_80=last.interval_80,
         interval_95=last.interval_95,
+        interval_calibration=strength.calibration(last.n_model) if strength is not None else None,
         interval_coverage_player=_player_coverage(strength, last.n_model),
         confidence=confidence,
         games_needed=None if needed is None else math.ceil(needed - 1e-9),

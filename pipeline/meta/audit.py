@@ -13,9 +13,10 @@ games) is judged against the model's conformal error distribution
   than rated), so gaps of different n and scales compare on one axis;
 - ``flagged``: ``p_value ≤ alpha``. For players exchangeable with the calibration samples an
   unaltered player is flagged at most ``alpha`` of the time; that is the false-positive rate a
-  platform sets. (Calibration samples mix players of one rank group, so for n > 1 a real
-  player's own consistency can make the rate higher: the strength table of ``kibitz train
-  meta`` measures player-specific coverage for that reason.)
+  platform sets. Where the model has a player calibration (one player's own n games,
+  :meth:`~pipeline.meta.intervals.SavedStrength.calibration`) the p-value comes from it: with
+  widths calibrated on samples of n different players, a real player's own consistency flagged
+  players with ≥ 15 games at about twice α.
 
 Output: ``audit-<game>/audit.parquet`` (one row per player; the home's DuckDB catalog gets the
 view ``<game>_audit``), ``audit.png`` (estimated against rated strength, flagged players
@@ -41,6 +42,7 @@ from pipeline.core import settings
 from pipeline.core.catalog import refresh_home_of
 from pipeline.core.tracking import log_file, log_metrics, tracked_run
 from pipeline.meta.aggregate import feature_columns, load_mart
+from pipeline.meta.intervals import SavedStrength
 from pipeline.meta.model import MetaDataError
 from pipeline.meta.train import MetaModels
 
@@ -79,9 +81,19 @@ def player_means(instances: pa.Table, columns: list[str], scale: str) -> PlayerM
     return PlayerMeans(names[starts].astype(object), games, means[:, :-1], means[:, -1])
 
 
-def audit_players(models: MetaModels, instances: pa.Table, *, alpha: float) -> pa.Table:
-    """One row per rated player of ``instances``: estimate, gap, p-value, z, flagged."""
-    strength = models.strength()
+def audit_players(
+    models: MetaModels,
+    instances: pa.Table,
+    *,
+    alpha: float,
+    strength: SavedStrength | None = None,
+) -> pa.Table:
+    """One row per rated player of ``instances``: estimate, gap, p-value, z, flagged.
+
+    ``strength``: the strength model to judge by (default: the models' own); a measurement on
+    the model's own player-specific set passes :meth:`SavedStrength.held_out`.
+    """
+    strength = strength or models.strength()
     if strength is None:
         raise MetaDataError(
             f"meta-models {str(models.root)!r} have no strength model (retrain them with"
@@ -128,6 +140,27 @@ def audit_players(models: MetaModels, instances: pa.Table, *, alpha: float) -> p
             "flagged": pa.array(p_value[keep] <= alpha + 1e-9),
         }
     ).sort_by([("p_value", "ascending"), ("player", "ascending")])
+
+
+def audit_held_out_players(models: MetaModels, instances: pa.Table, *, alpha: float) -> pa.Table:
+    """:func:`audit_players` where each half of the players (:func:`player_halves
+    <pipeline.meta.intervals.player_halves>`) is judged by the player calibration of the other
+    half only: the false-positive rate on players the intervals were calibrated on would be
+    optimistic, so measurements on a model's own evaluation or player-specific players use this.
+    """
+    strength = models.strength()
+    if strength is None:
+        return audit_players(models, instances, alpha=alpha)  # raises the missing-model error
+    names = pc.fill_null(instances["player"], "").to_pylist()
+    half = pa.array(strength.player_halves(names))
+    tables = [
+        audit_players(
+            models, instances.filter(pc.equal(half, h)), alpha=alpha, strength=strength.held_out(h)
+        )
+        for h in (0, 1)
+        if pc.any(pc.equal(half, h)).as_py()
+    ]
+    return pa.concat_tables(tables).sort_by([("p_value", "ascending"), ("player", "ascending")])
 
 
 def audit_figure(table: pa.Table, scale: str, alpha: float) -> Figure:

@@ -14,6 +14,16 @@ with probability ≥ 1 − α, by construction, whatever the regressor's quality
 only makes it wider. The evaluation split then measures the coverage (and the MAE beside the
 mean predictor's) on games used by neither; `bench/conformal_coverage.py` measures it over many
 re-drawn splits, since one split's figure moves by several points with the split alone.
+
+One player's own games are not such a sample: they share the player's offset from the rank
+group, which does not average away as n grows, so intervals calibrated on samples of n different
+players' games cover one player's n games less often (59.8 % for the 80 % interval at n = 20 on
+Fox ``by-player`` players: the shipped Go model's card). Where the model has a player-specific
+set (``kibitz train meta --player-aggregates``), :func:`calibrate_on_players` calibrates a
+second set of half-widths on that set's player samples, the one an estimate of one player
+applies: each player weighs the same (:func:`grouped_conformal_quantile`), and the coverage is
+measured by calibrating on one half of the players (a hash of the name, :func:`player_halves`)
+and judging the other half, both ways.
 """
 
 from __future__ import annotations
@@ -50,6 +60,11 @@ LEVELS = (0.8, 0.95)  # the intervals an estimate reports: 80 % and 95 %
 # observed gap is read from (``kibitz audit``), at a resolution of 0.01.
 LEVEL_GRID = tuple(round(k / 100, 2) for k in range(1, 100))
 FOLD_SALT = "kibitz-conformal-folds-v1"
+PLAYER_SALT = "kibitz-player-halves-v1"  # which half of the players calibrates, which judges
+# Fewest players in each half for a player calibration at an n: below it the 95 % half-width
+# has no finite bound or rests on a handful of players.
+MIN_PLAYERS = 20
+CALIBRATIONS = ("rank_group", "player")  # what a set of half-widths was calibrated on
 STRENGTH_MODEL = "models/strength/n{n}.txt"  # in a `kibitz train meta` output folder
 
 
@@ -58,6 +73,32 @@ def conformal_quantile(errors: np.ndarray, level: float) -> float:
     errors = np.sort(errors[np.isfinite(errors)])
     rank = math.ceil((errors.size + 1) * level)
     return float(errors[rank - 1]) if rank <= errors.size else math.inf
+
+
+def grouped_conformal_quantile(errors: np.ndarray, groups: np.ndarray, level: float) -> float:
+    """The conformal quantile of errors that come in groups (one player's samples).
+
+    Samples of one player are not exchangeable with each other, players are: each of the m
+    groups weighs 1, shared equally by its errors (the pooled CDF of Dunn, Wasserman & Ramdas
+    2023, "Distribution-free prediction sets for two-layer hierarchical models"), and the
+    quantile is the smallest error whose cumulative weight reaches ⌈(m + 1)·level⌉; inf when
+    that exceeds m. With one error per group this is :func:`conformal_quantile`.
+    """
+    keep = np.isfinite(errors)
+    errors, groups = errors[keep], np.asarray(groups)[keep]
+    _, member, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    need = math.ceil((counts.size + 1) * level)
+    if need > counts.size:
+        return math.inf
+    order = np.argsort(errors, kind="stable")
+    weight = np.cumsum(1.0 / counts[member[order]])  # reaches m at the end
+    return float(errors[order][np.searchsorted(weight, need - 1e-9)])
+
+
+def player_halves(players: Sequence[str], salt: str = PLAYER_SALT) -> np.ndarray:
+    """(P,) 0 or 1: the half of the players each name falls in, by a hash of the name, so a
+    player lands in the same half at every n, in each of their rank groups, on any machine."""
+    return (game_unit(players, salt) >= 0.5).astype(np.int64)
 
 
 @dataclass
@@ -82,10 +123,15 @@ class StrengthModel:
 
 def _rated(samples: Samples) -> tuple[np.ndarray, np.ndarray]:
     """(features, strength) of the samples with a rated strength."""
+    keep = _rated_rows(samples)
+    return samples.features[keep], samples.strength[keep] if keep.size else np.empty(0)
+
+
+def _rated_rows(samples: Samples) -> np.ndarray:
+    """Indices of the samples with a rated strength."""
     if samples.strength is None:
-        return samples.features[:0], np.empty(0)
-    keep = np.isfinite(samples.strength)
-    return samples.features[keep], samples.strength[keep]
+        return np.empty(0, np.int64)
+    return np.flatnonzero(np.isfinite(samples.strength))
 
 
 def _fit(
@@ -197,34 +243,120 @@ def evaluate_strength(
     """Coverage of each interval, MAE, and the MAE of always predicting ``baseline`` (the fit
     split's mean strength) on the rated ``samples``."""
     x, y = _rated(samples)
-    row: dict[str, float | int | str] = {"n": model.n, "sampling": sampling, "samples": int(y.size)}
+    row: dict[str, float | int | str] = {
+        "n": model.n, "sampling": sampling, "calibration": "rank_group", "samples": int(y.size)
+    }  # fmt: skip
     if y.size == 0:
         return row
     pick = [list(columns).index(c) for c in model.columns]
     error = np.abs(model.predict(x[:, pick]) - y)
+    return row | _figures(error, model.half_width, model.half_width, y, baseline)
+
+
+def _figures(
+    error: np.ndarray,
+    judged_by: dict[float, float] | np.ndarray,
+    shipped: dict[float, float],
+    truth: np.ndarray,
+    baseline: float,
+) -> dict[str, float]:
+    """Coverage of each reported level (``error`` ≤ ``judged_by``: one half-width per level,
+    or one per error), the widths that ship, the MAE and the mean predictor's MAE."""
+    row: dict[str, float] = {}
     for level in LEVELS:
-        row[f"coverage_{round(100 * level)}"] = round(
-            float(np.mean(error <= model.half_width[level])), 4
-        )
-        row[f"width_{round(100 * level)}"] = round(float(2 * model.half_width[level]), 2)
+        half = judged_by[level]
+        row[f"coverage_{round(100 * level)}"] = round(float(np.mean(error <= half)), 4)
+        row[f"width_{round(100 * level)}"] = round(float(2 * shipped[level]), 2)
     row["mae"] = round(float(np.mean(error)), 2)
-    row["mae_mean_predictor"] = round(float(np.mean(np.abs(baseline - y))), 2)
+    row["mae_mean_predictor"] = round(float(np.mean(np.abs(baseline - truth))), 2)
     return row
 
 
+@dataclass
+class PlayerCalibration:
+    """Half-widths calibrated on one player's own n games (player-specific samples).
+
+    ``half_width`` comes from every player's samples and is what an estimate applies;
+    ``fold_half_width[h]`` from the players of half ``h`` only (:func:`player_halves`), so that
+    the players of the other half can be judged by widths that never saw them (the coverage
+    this model reports, and ``bench/audit_held_out.py --player-set``).
+    """
+
+    n: int
+    half_width: dict[float, float]  # level of LEVEL_GRID → ± half-width
+    fold_half_width: tuple[dict[float, float], dict[float, float]]
+    players: int
+    errors: int
+    salt: str = PLAYER_SALT
+
+
+def calibrate_on_players(
+    model: StrengthModel,
+    columns: Sequence[str],
+    samples: Samples,
+    unit_player: np.ndarray,
+    baseline: float,
+    *,
+    salt: str = PLAYER_SALT,
+) -> tuple[PlayerCalibration | None, dict]:
+    """The player calibration of ``model`` at its n and its figures row: each player's samples
+    judged by the half-widths of the other half's players, both ways (cross-conformal over two
+    halves), the widths that ship from all of them. (None, the row without figures) when a half
+    has fewer than :data:`MIN_PLAYERS` rated players."""
+    rows = _rated_rows(samples)
+    players = unit_player[samples.unit[rows]]  # (S,) the player of each rated sample
+    half = player_halves(players.tolist(), salt)  # (S,)
+    row: dict = {"n": model.n, "sampling": "player", "calibration": "player",
+                 "samples": int(rows.size)}  # fmt: skip
+    counts = [np.unique(players[half == h]).size for h in (0, 1)]
+    if min(counts) < MIN_PLAYERS:
+        log.warning("n=%d: %s players in the two halves, fewer than %d: no player calibration",
+                    model.n, counts, MIN_PLAYERS)  # fmt: skip
+        return None, row
+    x, y = samples.features[rows], samples.strength[rows]
+    pick = [list(columns).index(c) for c in model.columns]
+    error = np.abs(model.predict(x[:, pick]) - y)
+
+    def widths(keep: np.ndarray) -> dict[float, float]:
+        return {lv: grouped_conformal_quantile(error[keep], players[keep], lv) for lv in LEVEL_GRID}
+
+    folds = (widths(half == 0), widths(half == 1))
+    shipped = widths(np.ones(error.size, dtype=bool))
+    judged_by = {lv: np.where(half == 0, folds[1][lv], folds[0][lv]) for lv in LEVELS}
+    row |= {"players": int(np.unique(players).size)}
+    row |= _figures(error, judged_by, shipped, y, baseline)
+    calibration = PlayerCalibration(
+        model.n, shipped, folds, int(np.unique(players).size), int(error.size), salt
+    )
+    return calibration, row
+
+
+@dataclass
+class StrengthAtN:
+    """What ``kibitz train meta`` keeps of the strength intervals at one n."""
+
+    model: StrengthModel
+    players: PlayerCalibration | None  # None: no player-specific set, or too few players
+    rows: list[dict]  # figures per (sampling, calibration)
+
+
 def strength_at_n(
-    data: InstanceData, result: NResult, config: MetaConfig
-) -> tuple[StrengthModel | None, list[dict]]:
+    data: InstanceData,
+    result: NResult,
+    config: MetaConfig,
+    *,
+    player_salt: str = PLAYER_SALT,
+) -> StrengthAtN | None:
     """The strength model of one n of ``kibitz train meta`` (on the feature set an estimate
-    applies) and its figures per sampling, on
-    the samples the rank-group models used; (None, []) when the data cannot support it (no
-    rated instances, no monitoring samples to calibrate on)."""
+    applies), its player calibration where the player samples allow, and its figures, on the
+    samples the rank-group models used; None when the data cannot support it (no rated
+    instances, no monitoring samples to calibrate on)."""
     feature_set = preferred_set(list(result.models))
     calibration = result.samples.get("validation")
     if data.strength is None or feature_set is None or calibration is None:
         log.warning("n=%d: no strength intervals (no rated strength or no monitoring samples)",
                     result.n)  # fmt: skip
-        return None, []
+        return None
     model = fit_strength_model(
         data.columns, result.n, feature_set, result.samples["train"], calibration, config,
         more_errors=out_of_fold_errors(data, result.n, feature_set, config),
@@ -236,58 +368,90 @@ def strength_at_n(
         for name, sampling in (("evaluation", "rank_group"), ("player", "player"))
         if result.samples.get(name) is not None
     ]
-    return model, rows
+    players = None
+    if result.samples.get("player") is not None and result.player_units is not None:
+        players, row = calibrate_on_players(
+            model, data.columns, result.samples["player"], result.player_units, baseline,
+            salt=player_salt,
+        )  # fmt: skip
+        rows.append(row)
+    return StrengthAtN(model, players, rows)
 
 
-def strength_manifest(
-    models: dict[int, StrengthModel], rows: list[dict], scale: str | None
-) -> dict | None:
-    """The manifest's ``strength`` record: scale, columns, model files, half-widths, figures."""
-    if not models:
+def _widths_json(half_width: dict[float, float]) -> list[float | None]:
+    """Half-widths at each level of LEVEL_GRID, rounded; None where no finite bound."""
+    return [
+        None if math.isinf(half_width[level]) else round(half_width[level], 4)
+        for level in LEVEL_GRID
+    ]
+
+
+def strength_manifest(fits: dict[int, StrengthAtN], scale: str | None) -> dict | None:
+    """The manifest's ``strength`` record: scale, columns, model files, half-widths of each
+    calibration, figures."""
+    if not fits:
         return None
-    first = next(iter(models.values()))
-    return {
+    first = next(iter(fits.values())).model
+    players = {n: fit.players for n, fit in fits.items() if fit.players is not None}
+    record = {
         "scale": scale,
         "feature_set": first.feature_set,
         "columns": first.columns,
         "levels": list(LEVELS),
         "level_grid": list(LEVEL_GRID),
-        "calibration_errors": {str(n): m.calibration_errors for n, m in models.items()},
-        "models": {str(n): STRENGTH_MODEL.format(n=n) for n in models},
+        "calibration_errors": {str(n): fit.model.calibration_errors for n, fit in fits.items()},
+        "models": {str(n): STRENGTH_MODEL.format(n=n) for n in fits},
         # per n, the half-width at each level of level_grid (None: no finite bound)
-        "half_width": {
-            str(n): [
-                None if math.isinf(m.half_width[level]) else round(m.half_width[level], 4)
-                for level in LEVEL_GRID
-            ]
-            for n, m in models.items()
-        },
-        "results": rows,
+        "half_width": {str(n): _widths_json(fit.model.half_width) for n, fit in fits.items()},
+        "results": [row for fit in fits.values() for row in fit.rows],
     }
+    if players:
+        record["player_calibration"] = {
+            "salt": next(iter(players.values())).salt,
+            "players": {str(n): c.players for n, c in players.items()},
+            "errors": {str(n): c.errors for n, c in players.items()},
+            "half_width": {str(n): _widths_json(c.half_width) for n, c in players.items()},
+            # per n, [half 0's widths, half 1's]: each judges the other half's players
+            "fold_half_width": {
+                str(n): [_widths_json(w) for w in c.fold_half_width] for n, c in players.items()
+            },
+        }
+    return record
 
 
 def strength_markdown(rows: list[dict], scale: str | None) -> str:
     """The figures as a Markdown table: coverage of each interval, widths, MAE vs the mean."""
     lines = [
         f"strength on the {scale} scale: coverage of the conformal intervals and MAE",
-        "| sampling | n | samples | coverage 80 % | coverage 95 % | width 80 % | width 95 %"
-        " | MAE | MAE of the mean predictor |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| sampling | calibrated on | n | samples | coverage 80 % | coverage 95 % | width 80 %"
+        " | width 95 % | MAE | MAE of the mean predictor |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "mae" not in r:
             continue
         lines.append(
-            f"| {r['sampling']} | {r['n']} | {r['samples']:,} | {100 * r['coverage_80']:.1f}"
-            f" | {100 * r['coverage_95']:.1f} | {r['width_80']:g} | {r['width_95']:g}"
-            f" | {r['mae']:g} | {r['mae_mean_predictor']:g} |"
+            f"| {r['sampling']} | {_CALIBRATED_ON[r['calibration']]} | {r['n']}"
+            f" | {r['samples']:,} | {100 * r['coverage_80']:.1f} | {100 * r['coverage_95']:.1f}"
+            f" | {r['width_80']:g} | {r['width_95']:g} | {r['mae']:g}"
+            f" | {r['mae_mean_predictor']:g} |"
         )
     return "\n".join(lines)
 
 
+_CALIBRATED_ON = {
+    "rank_group": "samples of n players",
+    "player": "one player's n games (other half of the players)",
+}
+
+
 @dataclass
 class SavedStrength:
-    """The strength part of a meta-models folder (its manifest's ``strength`` record)."""
+    """The strength part of a meta-models folder (its manifest's ``strength`` record).
+
+    An estimate of one player from their own games applies the player calibration where the
+    model has one at that n (:meth:`calibration`), else the rank-group one.
+    """
 
     root: Path
     record: dict
@@ -312,19 +476,50 @@ class SavedStrength:
         path = self.root / self.record["models"][str(n)]
         return lgb.Booster(model_file=str(path)).predict(features[:, pick])
 
+    def calibration(self, n: int) -> str:
+        """What the half-widths applied at trained ``n`` were calibrated on: ``player`` (one
+        player's own n games) where the model has that calibration at n, else ``rank_group``."""
+        players = self.record.get("player_calibration", {}).get("half_width", {})
+        return "player" if str(n) in players else "rank_group"
+
     def coverage(self, n: int, sampling: str) -> tuple[float, float] | None:
-        """The measured coverage of the 80 % and 95 % intervals at trained ``n`` with
-        ``sampling`` (``rank_group`` or ``player``: n games of one player), as ``kibitz train
-        meta`` measured it on evaluation games; None where not measured (no such samples)."""
+        """The measured coverage of the 80 % and 95 % intervals applied at trained ``n``
+        (:meth:`calibration`) with ``sampling`` (``rank_group`` or ``player``: n games of one
+        player), as ``kibitz train meta`` measured it on games and players the intervals were
+        not calibrated on; None where not measured."""
+        calibration = self.calibration(n)
         for row in self.record.get("results", []):
-            if (row["n"], row["sampling"]) == (n, sampling) and "coverage_80" in row:
+            same = (row["n"], row["sampling"], row.get("calibration", "rank_group"))
+            if same == (n, sampling, calibration) and "coverage_80" in row:
                 return row["coverage_80"], row["coverage_95"]
         return None
 
     def half_widths(self, n: int) -> np.ndarray:
-        """(len(LEVEL_GRID),) half-widths of the model at trained ``n`` (inf: unbounded)."""
-        widths = self.record["half_width"][str(n)]
+        """(len(LEVEL_GRID),) half-widths applied at trained ``n`` (inf: unbounded)."""
+        if self.calibration(n) == "player":
+            widths = self.record["player_calibration"]["half_width"][str(n)]
+        else:
+            widths = self.record["half_width"][str(n)]
         return np.array([math.inf if w is None else w for w in widths], dtype=np.float64)
+
+    def held_out(self, half: int) -> SavedStrength:
+        """This model as the players of ``half`` (:func:`player_halves`) see it when held out:
+        the player calibration of the other half only, so that a measurement on the
+        player-specific set's own players (``bench/audit_held_out.py --player-set``) judges
+        each player by widths that never saw them."""
+        players = self.record.get("player_calibration")
+        if players is None:
+            return self
+        folds = players["fold_half_width"]
+        other = {n: widths[1 - half] for n, widths in folds.items()}
+        return SavedStrength(
+            self.root, {**self.record, "player_calibration": {**players, "half_width": other}}
+        )
+
+    def player_halves(self, players: Sequence[str]) -> np.ndarray:
+        """(P,) the half of each player name under this model's player calibration."""
+        salt = self.record.get("player_calibration", {}).get("salt", PLAYER_SALT)
+        return player_halves(players, salt)
 
     def interval(self, point: np.ndarray, n: int, level: float) -> np.ndarray:
         """(S, 2) [low, high] at ``level`` (one of ``level_grid``) around ``point``."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -142,25 +142,27 @@ class InstanceData:
     # (:data:`STRENGTH_COLUMNS`); None where the table had none (the intervals need it).
     strength: np.ndarray | None = None
     strength_scale: str | None = None
+    # (U,) the player of each unit id (``unit`` indexes it): the strength intervals calibrated
+    # on one player's own games split players, not units, into halves; None where unknown.
+    unit_player: np.ndarray | None = None
 
     @property
     def groups(self) -> int:
         return len(self.group_names)
 
     def subset(self, rows: np.ndarray) -> InstanceData:
-        return InstanceData(
-            self.features[rows], self.columns, self.group[rows], self.split[rows],
-            self.unit[rows], self.game_id[rows], self.group_names,
-            None if self.strength is None else self.strength[rows], self.strength_scale,
+        """The instances at ``rows``; unit ids keep their meaning (``unit_player`` stays)."""
+        return replace(
+            self, features=self.features[rows], group=self.group[rows], split=self.split[rows],
+            unit=self.unit[rows], game_id=self.game_id[rows],
+            strength=None if self.strength is None else self.strength[rows],
         )  # fmt: skip
 
     def with_columns(self, keep: Sequence[int]) -> InstanceData:
         """The same instances with only the feature columns at ``keep``."""
-        return InstanceData(
-            self.features[:, list(keep)], [self.columns[i] for i in keep], self.group,
-            self.split, self.unit, self.game_id, self.group_names, self.strength,
-            self.strength_scale,
-        )  # fmt: skip
+        return replace(
+            self, features=self.features[:, list(keep)], columns=[self.columns[i] for i in keep]
+        )
 
 
 @dataclass
@@ -295,12 +297,29 @@ def instance_data(
     unique_games, game_row = np.unique(game_id, return_inverse=True)
     split_codes = assign_splits(unique_games.tolist(), split)[game_row]
     players = pc.fill_null(instances["player"], "").to_numpy(zero_copy_only=False)
-    unit_key = np.char.add(np.char.add(players.astype(str), "\x00"), group.astype(str))
-    unit = np.unique(unit_key, return_inverse=True)[1].astype(np.int64)
+    # one unit per (player, rank group): a code pair, not a joined string that two names
+    # could share ("ab" in group 12 and "ab1" in group 2)
+    player_names, player_code = np.unique(players.astype(str), return_inverse=True)
+    unit_keys, unit = np.unique(player_code * len(names) + group, return_inverse=True)
+    unit_player = player_names[unit_keys // len(names)].astype(object)  # (U,)
     strength, scale = _strength(instances)
     return InstanceData(
-        features, columns, group, split_codes, unit, game_id, names, strength, scale
-    )
+        features, columns, group, split_codes, unit.astype(np.int64), game_id, names, strength,
+        scale, unit_player,
+    )  # fmt: skip
+
+
+def unseen_instances(other: InstanceData, data: InstanceData) -> InstanceData:
+    """The instances of ``other`` (a player-specific set) minus any game ``data``'s models are
+    fitted or monitored on: only evaluation games may be shared."""
+    if other.columns != data.columns:
+        raise MetaDataError(
+            "the player-specific instances have other feature columns than the training ones"
+            " (extract both with the same config)"
+        )
+    seen = set(data.game_id[data.split != EVALUATION].tolist())
+    keep = np.fromiter((g not in seen for g in other.game_id), dtype=bool, count=len(other.game_id))
+    return other.subset(np.flatnonzero(keep))
 
 
 def _strength(instances: pa.Table) -> tuple[np.ndarray | None, str | None]:
@@ -483,6 +502,9 @@ class NResult:
     # The samples they were fitted and measured on, by name ("train", "validation",
     # "evaluation", "player"): the strength intervals (pipeline/meta/intervals.py) reuse them.
     samples: dict[str, Samples | None] = field(default_factory=dict)
+    # (U,) the player of each unit id of ``samples["player"]`` (None: unknown), so that its
+    # intervals can be calibrated on one half of the players and measured on the other.
+    player_units: np.ndarray | None = None
 
 
 def train_and_evaluate(
@@ -529,7 +551,10 @@ def train_and_evaluate(
     for net, means in chen_group_means(data, config).items():
         for sampling, eval_samples in per_sampling.items():
             evaluations.append(evaluate_chen(net, means, data.columns, eval_samples, sampling, n))
-    return NResult(n, models, evaluations, {**samples, "player": per_sampling["player"]})
+    return NResult(
+        n, models, evaluations, {**samples, "player": per_sampling["player"]},
+        player_data.unit_player,
+    )  # fmt: skip
 
 
 def results_table(evaluations: Sequence[Evaluation]) -> pa.Table:

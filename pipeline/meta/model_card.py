@@ -74,10 +74,17 @@ def _strength(manifest: dict[str, Any]) -> list[str]:
         f"A continuous estimate on the `{record['scale']}` scale from the {record['feature_set']}"
         " features, with split-conformal 80 % and 95 % intervals calibrated on the monitoring"
         " split's samples (`pipeline/meta/intervals.py`); coverage and MAE on evaluation games,"
-        " beside the MAE of always predicting the fit split's mean:",
-        "",
-        strength_markdown(record.get("results", []), record["scale"]),
+        " beside the MAE of always predicting the fit split's mean.",
     ]
+    players = record.get("player_calibration")
+    if players:
+        counts = ", ".join(f"{c:,} at n = {n}" for n, c in players["players"].items())
+        lines[-1] += (
+            " An estimate of one player applies a second calibration, on one player's own n"
+            f" games (players: {counts}; each weighs the same): its coverage is measured with"
+            " each half of the players (hash of the name) judged by the other half's widths."
+        )
+    lines += ["", strength_markdown(record.get("results", []), record["scale"])]
     return [*lines, ""]
 
 

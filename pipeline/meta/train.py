@@ -54,7 +54,7 @@ from pipeline.meta.aggregate import (
 from pipeline.meta.intervals import (
     STRENGTH_MODEL,
     SavedStrength,
-    StrengthModel,
+    StrengthAtN,
     saved_strength,
     strength_at_n,
     strength_manifest,
@@ -76,6 +76,7 @@ from pipeline.meta.model import (
     results_table,
     round_to_group,
     train_and_evaluate,
+    unseen_instances,
 )
 
 log = logging.getLogger(__name__)
@@ -218,15 +219,10 @@ def _player_data(run: TrainMetaRun, data: InstanceData, config: MetaConfig) -> I
         game=run.game,
         split=config.split,
     )
-    other = keep_sscore_nets(other, config.sscore_nets)
-    if other.columns != data.columns:
-        raise MetaDataError(
-            f"{str(run.player_aggregates_dir)!r} has other feature columns than the training"
-            " aggregates (extract both with the same config)"
-        )
-    seen = set(data.game_id[data.split != EVALUATION].tolist())
-    keep = np.fromiter((g not in seen for g in other.game_id), dtype=bool, count=len(other.game_id))
-    return other.subset(np.flatnonzero(keep))
+    try:
+        return unseen_instances(keep_sscore_nets(other, config.sscore_nets), data)
+    except MetaDataError as exc:
+        raise MetaDataError(f"{str(run.player_aggregates_dir)!r}: {exc}") from exc
 
 
 def _child(
@@ -328,8 +324,7 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
         "rank_groups": ",".join(data.group_names),
     }
     results: list[NResult] = []
-    strength_models: dict[int, StrengthModel] = {}
-    strength_rows: list[dict] = []
+    strength_fits: dict[int, StrengthAtN] = {}
     experiment = EXPERIMENT.format(game=run.game)
     with tracked_run(
         experiment,
@@ -344,15 +339,14 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
             results.append(result)
             for model in result.models.values():
                 model.save(run.out_dir / "models" / model.feature_set / f"n{n}.txt")
-            strength_model, rows = strength_at_n(data, result, config)
-            if strength_model is not None:
-                strength_model.save(run.out_dir / STRENGTH_MODEL.format(n=n))
-                strength_models[n] = strength_model
-                strength_rows += rows
+            fit = strength_at_n(data, result, config)
+            if fit is not None:
+                fit.model.save(run.out_dir / STRENGTH_MODEL.format(n=n))
+                strength_fits[n] = fit
                 log_metrics(
                     {
-                        f"strength_{r['sampling']}_{k}_n{n}": v
-                        for r in rows
+                        f"strength_{r['sampling']}_{r['calibration']}_{k}_n{n}": v
+                        for r in fit.rows
                         for k, v in r.items()
                         if k.startswith(("coverage", "mae"))
                     }
@@ -385,6 +379,7 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
                 meta_report.accuracy_figure(table, sampling),
                 run.out_dir / "plots" / f"accuracy_{sampling}.png",
             )
+        strength_rows = [row for fit in strength_fits.values() for row in fit.rows]
         if strength_rows:
             strength_table = pa.Table.from_pylist(strength_rows)
             _write_table(strength_table, tables / "strength")
@@ -446,7 +441,7 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
                 for e in evaluations
             ],
             "command": run.command,
-            "strength": strength_manifest(strength_models, strength_rows, data.strength_scale),
+            "strength": strength_manifest(strength_fits, data.strength_scale),
             "tracking_uri": tracking_uri,
             "mlflow_parent_run_id": parent_id,
             "seconds": round(time.perf_counter() - started, 1),
