@@ -64,7 +64,6 @@ PLAYER_SALT = "kibitz-player-halves-v1"  # which half of the players calibrates,
 # Fewest players in each half for a player calibration at an n: below it the 95 % half-width
 # has no finite bound or rests on a handful of players.
 MIN_PLAYERS = 20
-CALIBRATIONS = ("rank_group", "player")  # what a set of half-widths was calibrated on
 STRENGTH_MODEL = "models/strength/n{n}.txt"  # in a `kibitz train meta` output folder
 
 
