@@ -25,8 +25,8 @@ its results are this protocol on these players, minus any game the meta-model tr
 
 Where the features of an earlier set are gone (a lost machine) but its instances shipped, grow
 it without re-extracting: pick the larger set minus the shipped games (``--exclude``), extract
-and aggregate only those, then ``--merge`` the two instance tables (same extraction config, no
-game in both)::
+and aggregate only those, then merge the two aggregates (``kibitz aggregate --merge``: same
+extraction config, no game in both)::
 
     python bench/player_set.py go --games kibitz-out/games-go-by-player --players 20 \
         --player-games 20 --exclude models/kibitz-meta-go/player-aggregates \
@@ -34,7 +34,7 @@ game in both)::
     kibitz extract go --games kibitz-out/games-go-players-b --out kibitz-out/features-go-players-b
     kibitz aggregate --features kibitz-out/features-go-players-b \
         --out kibitz-out/aggregates-go-players-b
-    python bench/player_set.py go --merge models/kibitz-meta-go/player-aggregates \
+    kibitz aggregate --merge models/kibitz-meta-go/player-aggregates \
         kibitz-out/aggregates-go-players-b --out kibitz-out/aggregates-go-players
 
 The shipped ``kibitz-meta-go`` set was made that way: ``--players 10 --player-games 20`` (2,177
@@ -45,73 +45,29 @@ units with 20 games, 7d having only 14 such players).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from eval_meta import count_per_group, grow_games, player_subset
 
-from pipeline.meta.aggregate import SUMMARY_FILE, load_mart, load_summary
+from pipeline.meta.aggregate import load_mart
 
 INSTANCES = "player_instance_features"
-
-
-def merge_instances(sources: list[Path], out: Path) -> pa.Table:
-    """The instance tables of ``sources`` as one aggregates folder (``INSTANCES`` only, what a
-    player-specific set needs); refuses other extraction configs or a game in two sources."""
-    summaries = [load_summary(s) for s in sources]
-    hashes = {s["features_config_hash"] for s in summaries}
-    if len(hashes) != 1:
-        raise SystemExit(f"the sources come from other extraction configs: {sorted(hashes)}")
-    tables = [load_mart(s, INSTANCES) for s in sources]
-    games = [set(t["game_id"].to_pylist()) for t in tables]
-    shared = set.intersection(*games) if len(games) > 1 else set()
-    if shared:
-        raise SystemExit(f"{len(shared)} games are in more than one source, e.g. {min(shared)}")
-    merged = pa.concat_tables(tables, promote_options="default")
-    out.mkdir(parents=True, exist_ok=True)
-    pq.write_table(merged, out / f"{INSTANCES}.parquet")
-    summary = {
-        **summaries[0],
-        "features_dir": None,
-        "merged_from": [
-            {"aggregates_dir": str(s), "features_dir": m.get("features_dir"), "moves": m["moves"]}
-            for s, m in zip(sources, summaries, strict=True)
-        ],
-        "moves": sum(m["moves"] for m in summaries),
-        "rows": {INSTANCES: merged.num_rows},
-        "catalog": None,
-    }
-    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1) + "\n")
-    return merged
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("game", choices=("chess", "go"))
-    parser.add_argument("--games", type=Path, help="games table to pick from")
+    parser.add_argument("--games", type=Path, required=True, help="games table to pick from")
     parser.add_argument("--players", type=int, default=5, help="players per rank group")
     parser.add_argument("--player-games", type=int, default=15, help="games per chosen player")
     parser.add_argument(
         "--exclude", type=Path, help="an aggregates folder whose games are not picked again"
     )
-    parser.add_argument(
-        "--merge", type=Path, nargs="+", help="aggregates folders to merge into --out instead"
-    )
     parser.add_argument("--out", type=Path, required=True, help="games table to write or grow")
     args = parser.parse_args(argv)
 
-    if args.merge:
-        merged = merge_instances(args.merge, args.out)
-        units = merged.group_by(["player", "rank_group"]).aggregate([("game_id", "count")])
-        print(f"merged {len(args.merge)} folders: {merged.num_rows} instances,"
-              f" {pc.sum(pc.greater_equal(units['game_id_count'], args.player_games)).as_py()}"
-              f" (player, rank group) units with ≥ {args.player_games} games, in {args.out}")  # fmt: skip
-        return 0
-    if args.games is None:
-        parser.error("--games is required unless --merge")
     nothing = pa.table({"game_id": pa.array([], pa.string())})
     wanted = player_subset(args.games, args.game, nothing, args.players, args.player_games)
     if args.exclude is not None:

@@ -36,8 +36,10 @@ from pipeline.jobs.extract import (
     CONFIG_FILE,
     CRASH_AFTER_ENV,
     ConfigMismatchError,
+    PartError,
     check_output_config,
     net_hashes,
+    parse_part,
     plan_chunks,
     run_extract,
     save_config,
@@ -184,6 +186,33 @@ def test_chunks_are_planned_balanced_over_rank_groups(games_root):
         c.chunk_id for c in plan_chunks(games_root, config())[:2]
     ]
     assert len({c.part.games_file for c in first_two}) == 2
+
+
+def test_parts_split_the_plan_into_disjoint_shares(games_root):
+    """``--part K/N``: every chunk is in exactly one of the N parts, each part keeps the plan's
+    order, and a malformed K/N is refused."""
+    whole = [c.chunk_id for c in plan_chunks(games_root, config())]
+    parts = [[c.chunk_id for c in plan_chunks(games_root, config(), part=(k, 3))] for k in range(3)]
+    every = [chunk for ids in parts for chunk in ids]
+    assert sorted(every) == sorted(whole) and len(set(every)) == len(whole)
+    for ids in parts:
+        assert ids == [c for c in whole if c in ids]
+    assert parse_part("1/3") == (1, 3)
+    for bad in ("3/3", "-1/2", "1", "a/b"):
+        with pytest.raises(PartError):
+            parse_part(bad)
+
+
+def test_two_parts_extract_the_whole_table_once(games_root, baseline, tmp_path):
+    """The features of parts 0/2 and 1/2, each its own run and folder, are the whole run's."""
+    tables = []
+    for k in range(2):
+        out = tmp_path / f"part-{k}"
+        run_extract(config(), games_root, out, num_cpus=2, part=(k, 2), show_progress=False)
+        tables.append(read_features(out))
+    assert min(t.num_rows for t in tables) > 0  # 4 one-game chunks: both parts hold games
+    both = pa.concat_tables(tables).sort_by([("game_id", "ascending"), ("ply", "ascending")])
+    assert_same(both, baseline)
 
 
 def test_a_task_failure_names_the_tasks_own_exception():

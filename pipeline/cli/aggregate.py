@@ -4,12 +4,15 @@
     kibitz aggregate --features kibitz-out/features-go         # → kibitz-out/aggregates-go
     kibitz aggregate --features DIR --out DIR --alpha 0.2 --gamma 0.5
     kibitz aggregate --sql player_instance_features            # print one model's SQL
+    kibitz aggregate --merge agg-part-0 agg-part-1 --out kibitz-out/aggregates-go
 
 Writes OUT/player_instance_features.parquet, OUT/player_features.parquet,
 OUT/rank_groups.parquet, OUT/prior_profile.parquet and OUT/loss_by_move_number.parquet. OUT is
 by default ``aggregates-<kind>`` beside the features folder, where the output home's catalog
 sees it: ``duckdb kibitz-out/kibitz.duckdb`` then has the views ``chess_player_features`` …
 (pipeline/core/catalog.py). The SQL is in sql/ (staging → marts → reports); see docs/meta.md.
+``--merge`` joins the aggregates of runs over disjoint games (``kibitz extract --part K/N``)
+into the folder one run over all of them would have written (pipeline/meta/aggregate_merge.py).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from pipeline.core import settings
 from pipeline.core.catalog import aggregates_dir_for, load_models
 from pipeline.meta.aggregate import AggregateConfig, run_aggregate
+from pipeline.meta.aggregate_merge import merge_aggregates
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
@@ -28,6 +32,14 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
         if args.sql not in models:
             raise SystemExit(f"no SQL model {args.sql!r}; known: {', '.join(sorted(models))}")
         print(models[args.sql].sql)
+        return 0
+    if args.merge:
+        if not args.out:
+            raise SystemExit("--merge needs --out")
+        summary = merge_aggregates(args.merge, Path(args.out))
+        rows = ", ".join(f"{name} {count:,}" for name, count in summary["rows"].items())
+        print(f"merged {len(args.merge)} aggregates folders ({summary['moves']:,} moves):"
+              f" {rows} in {args.out}")  # fmt: skip
         return 0
     features = Path(args.features)
     out = Path(args.out) if args.out else aggregates_dir_for(features)
@@ -70,6 +82,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=defaults.gamma,
         help=f"γ of (6.3), (6.4) (default {defaults.gamma})",
+    )
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="AGGREGATES",
+        help="merge these aggregates folders of runs over disjoint games into --out instead",
     )
     parser.add_argument(
         "--sql",

@@ -2,6 +2,11 @@
 
     kibitz extract chess --games kibitz-out/games --out kibitz-out/features
     kibitz extract go --games kibitz-out/games --out kibitz-out/features-go --backend onnx
+    kibitz extract chess --games games --out features-part-0 --part 0/4   # one of 4 machines/calls
+
+``--part K/N`` extracts the chunks of part K of N (disjoint games; the N parts together are
+the whole table): a run too long for one machine or one call is split, each part aggregated on
+its own and the aggregates merged (``kibitz aggregate --merge``, docs/gpu.md).
 
 Exit status 1 when every game was quarantined (the reasons are in ``OUT/_quarantine``).
 See docs/extract.md for the output schema and figures.
@@ -24,7 +29,7 @@ class NothingExtractedError(KibitzError, ValueError):
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pipeline.jobs.extract import run_extract
+    from pipeline.jobs.extract import parse_part, run_extract
 
     config = load_config(args.config) if args.config else preset(args.game)
     if config.game != args.game:
@@ -41,6 +46,7 @@ def _run(args: argparse.Namespace) -> int:
         address=args.address,
         num_cpus=args.num_cpus,
         max_games=args.max_games,
+        part=parse_part(args.part) if args.part else None,
         force=args.force,
         show_progress=not args.no_progress,
     )
@@ -80,6 +86,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backend", choices=BACKENDS, help="override the config's backend")
     parser.add_argument("--nodes", type=int, help="override Stockfish's node limit")
     parser.add_argument("--max-games", type=int, help="only the first N games (trial runs)")
+    parser.add_argument(
+        "--part", metavar="K/N", help="only part K of N of the games (disjoint; merge the aggregates)"
+    )
     parser.add_argument("--force", action="store_true", help="delete earlier output and redo")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--json", action="store_true", help="print the run summary as JSON")

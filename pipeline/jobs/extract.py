@@ -68,6 +68,10 @@ ATTEMPTS = 2  # a part is tried this many times before it is split / quarantined
 MAX_RESTART_WAITS = 8
 
 
+class PartError(KibitzError, ValueError):
+    """A ``--part`` that is not K/N with 0 ≤ K < N."""
+
+
 class ConfigMismatchError(KibitzError, ValueError):
     """The output folder holds features extracted with a different config."""
 
@@ -130,11 +134,37 @@ def _file_group(path: Path) -> str:
     return (column[0].as_py() if len(column) else None) or ""
 
 
+def parse_part(text: str) -> tuple[int, int]:
+    """``"K/N"`` → (K, N) with 0 ≤ K < N: part K of a run split N ways (``--part``)."""
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise PartError(f"--part takes K/N (e.g. 0/4), got {text!r}") from None
+    if not 0 <= k < n:
+        raise PartError(f"--part {text}: K must be in 0 … N − 1")
+    return k, n
+
+
+def in_part(chunk: str, part: tuple[int, int]) -> bool:
+    """Whether the chunk with id ``chunk`` (16 hex chars, already a hash) falls in ``part``."""
+    k, n = part
+    return int(chunk, 16) % n == k
+
+
 def plan_chunks(
-    games_root: Path, config: ExtractConfig, *, max_games: int | None = None
+    games_root: Path,
+    config: ExtractConfig,
+    *,
+    max_games: int | None = None,
+    part: tuple[int, int] | None = None,
 ) -> list[ExtractChunk]:
     """Every games file cut into ``games_per_chunk`` row ranges, ordered so that any prefix is
     balanced over rank groups.
+
+    ``part`` (K, N) keeps the chunks of part K of N (by chunk id: disjoint games, the N parts
+    together are the whole plan), so that a run too long for one machine or one call is split
+    over several, each part's aggregates merged afterwards (``kibitz aggregate --merge``);
+    ``max_games`` then counts the part's games.
 
     The next chunk always comes from the rank group with the fewest games planned so far (ties:
     the group name), each group's files in path order. A run stopped part-way, or cut by
@@ -158,9 +188,10 @@ def plan_chunks(
     while heap and budget > 0:
         planned, group = heapq.heappop(heap)
         rel, start, stop = queues[group].popleft()
-        stop = int(min(stop, start + budget))
-        budget -= stop - start
-        chunks.append(ExtractChunk(chunk_id(digest, rel, start, stop), Part(rel, start, stop)))
+        if part is None or in_part(chunk_id(digest, rel, start, stop), part):
+            stop = int(min(stop, start + budget))
+            budget -= stop - start
+            chunks.append(ExtractChunk(chunk_id(digest, rel, start, stop), Part(rel, start, stop)))
         if queues[group]:
             heapq.heappush(heap, (planned + stop - start, group))
     return chunks
@@ -279,6 +310,7 @@ def run_extract(
     address: str | None = None,
     num_cpus: int | None = None,
     max_games: int | None = None,
+    part: tuple[int, int] | None = None,
     force: bool = False,
     show_progress: bool = True,
 ) -> dict[str, Any]:
@@ -294,7 +326,7 @@ def run_extract(
         (out_root / CONFIG_FILE).unlink(missing_ok=True)
     nets = net_hashes(config)
     check_output_config(out_root, config, nets)
-    chunks = plan_chunks(games_root, config, max_games=max_games)
+    chunks = plan_chunks(games_root, config, max_games=max_games, part=part)
     save_config(out_root, config, games_root, nets)
     removed = store.clean_partial()
     if removed:

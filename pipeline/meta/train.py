@@ -280,7 +280,9 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
     aggregates = prepare_aggregates(run)
     run.aggregates_dir = aggregates
     agg_summary = load_summary(aggregates)
-    features_dir = run.features_dir or Path(agg_summary["features_dir"])
+    # None for merged aggregates (`kibitz aggregate --merge`): their summary lists the parts
+    recorded = agg_summary.get("features_dir")
+    features_dir = run.features_dir or (Path(recorded) if recorded else None)
     run_config = aggregated_features_config(agg_summary)
     data = instance_data(
         load_mart(aggregates, "player_instance_features"),
@@ -416,7 +418,7 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
             "seed": config.seed,
             "aggregate": agg_summary["parameters"],
             "features_config_hash": agg_summary.get("features_config_hash"),
-            "features_dir": str(features_dir.resolve()),
+            "features_dir": str(features_dir.resolve()) if features_dir else None,
             "aggregates_dir": str(aggregates.resolve()),  # a relative path: inside the folder
             # The other games of the player-specific protocol (Fox by-player), if any: a shipped
             # model keeps their instances, so its player rows are refitted like the others.
