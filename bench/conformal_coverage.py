@@ -29,10 +29,10 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
-from meta_bench import INSTANCES, instance_tables, meta_parser, sample_sizes
+from meta_bench import instance_tables, meta_parser, sample_sizes
 
 from pipeline.core.data_split import SplitConfig
-from pipeline.meta.aggregate import load_mart
+from pipeline.meta.aggregate import INSTANCES, load_mart
 from pipeline.meta.intervals import LEVELS, strength_at_n
 from pipeline.meta.model import (
     MetaConfig,

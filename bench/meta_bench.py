@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from pipeline.meta.aggregate import load_mart
+from pipeline.meta.aggregate import INSTANCES, load_mart
 
 
 def meta_parser(doc: str, default_n: str) -> argparse.ArgumentParser:
@@ -27,9 +27,6 @@ def meta_parser(doc: str, default_n: str) -> argparse.ArgumentParser:
 def sample_sizes(text: str) -> list[int]:
     """``"5,20"`` → ``[5, 20]``."""
     return [int(x) for x in text.split(",")]
-
-
-INSTANCES = "player_instance_features"
 
 
 def instance_tables(aggregates: Path) -> tuple[pa.Table, pa.Table]:

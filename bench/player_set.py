@@ -51,9 +51,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from eval_meta import count_per_group, grow_games, player_subset
 
-from pipeline.meta.aggregate import load_mart
-
-INSTANCES = "player_instance_features"
+from pipeline.meta.aggregate import INSTANCES, load_mart
 
 
 def main(argv: list[str] | None = None) -> int:

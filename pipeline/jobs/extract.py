@@ -188,7 +188,7 @@ def plan_chunks(
     while heap and budget > 0:
         planned, group = heapq.heappop(heap)
         rel, start, stop = queues[group].popleft()
-        if part is None or in_part(chunk_id(digest, rel, start, stop), part):
+        if part is None or in_part(chunk_id(digest, rel, start, stop), part):  # planned rows
             stop = int(min(stop, start + budget))
             budget -= stop - start
             chunks.append(ExtractChunk(chunk_id(digest, rel, start, stop), Part(rel, start, stop)))

@@ -47,6 +47,8 @@ from pipeline.core.catalog import (
 log = logging.getLogger(__name__)
 
 SUMMARY_FILE = "_aggregate.json"
+# The mart of one row per player instance: what the meta-models train on and what merges.
+INSTANCES = "player_instance_features"
 SCRATCH_DB = "_aggregate.duckdb.tmp"  # where the tables are built; deleted once saved as Parquet
 FEATURES_CONFIG_FILE = "_config.yaml"  # written by `kibitz extract` next to the features
 # Instance feature columns end in one of these (sql/marts/player_instance_features.sql).

@@ -37,6 +37,7 @@ from pipeline.core.catalog import (
 )
 from pipeline.core.errors import KibitzError
 from pipeline.meta.aggregate import (
+    INSTANCES,
     SUMMARY_FILE,
     AggregateConfig,
     load_mart,
@@ -44,7 +45,6 @@ from pipeline.meta.aggregate import (
     set_parameters,
 )
 
-INSTANCES = "player_instance_features"
 LOSS_REPORT = "loss_by_move_number"
 # The pooled mean and sample variance of parts with counts n_i, means m_i, deviations s_i:
 # M = Σ n_i m_i / N and S² = (Σ (n_i − 1) s_i² + Σ n_i (m_i − M)²) / (N − 1).
@@ -74,7 +74,7 @@ class MergeError(KibitzError, ValueError):
     """Aggregates that cannot be merged: other configs, or a game in two of them."""
 
 
-def instance_tables(models: Mapping[str, SqlModel]) -> list[str]:
+def tables_from_instances(models: Mapping[str, SqlModel]) -> list[str]:
     """The tables rebuilt from the instances: every model whose reads all lead to
     ``player_instance_features`` (none to a source), in run order."""
 
@@ -130,7 +130,7 @@ def merge_aggregates(sources: Sequence[Path], out_dir: Path) -> dict[str, Any]:
     con.register("merged_instances", pa.concat_tables(parts, promote_options="permissive"))
     con.execute(f"create table {INSTANCES} as select * from merged_instances")
     tables = [INSTANCES]
-    for name in instance_tables(models):
+    for name in tables_from_instances(models):
         create_model(con, models[name])
         tables.append(name)
     if all((s / f"{LOSS_REPORT}.parquet").is_file() for s in sources):

@@ -151,8 +151,9 @@ def audit_held_out_players(models: MetaModels, instances: pa.Table, *, alpha: fl
     strength = models.strength()
     if strength is None:
         return audit_players(models, instances, alpha=alpha)  # raises the missing-model error
-    names = pc.fill_null(instances["player"], "").to_pylist()
-    half = pa.array(strength.player_halves(names))
+    names = pc.fill_null(instances["player"], "")
+    unique = pc.unique(names)
+    half = pc.take(pa.array(strength.player_halves(unique.to_pylist())), pc.index_in(names, unique))
     tables = [
         audit_players(
             models, instances.filter(pc.equal(half, h)), alpha=alpha, strength=strength.held_out(h)

@@ -304,7 +304,7 @@ def calibrate_on_players(
     has fewer than :data:`MIN_PLAYERS` rated players."""
     rows = _rated_rows(samples)
     players = unit_player[samples.unit[rows]]  # (S,) the player of each rated sample
-    half = player_halves(players.tolist(), salt)  # (S,)
+    half = player_halves(unit_player.tolist(), salt)[samples.unit[rows]]  # (S,) one hash a unit
     row: dict = {"n": model.n, "sampling": "player", "calibration": "player",
                  "samples": int(rows.size)}  # fmt: skip
     counts = [np.unique(players[half == h]).size for h in (0, 1)]
