@@ -9,7 +9,7 @@ and the KataGo net costs ~20 ms a position on one CPU core.
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
@@ -23,7 +23,13 @@ from pipeline.core import settings
 from pipeline.core.chunk_store import ChunkStore
 from pipeline.core.features_schema import PARTITION_COLUMNS
 from pipeline.extract.child_positions import ChildValues
-from pipeline.extract.config import ConfigError, ExtractConfig, config_from_dict, preset
+from pipeline.extract.config import (
+    ConfigError,
+    ExtractConfig,
+    config_from_dict,
+    load_config,
+    preset,
+)
 from pipeline.extract.go import GoNetResult, GoNetStep, GoWork, assemble_go, encode_go
 from pipeline.extract.steps import Part, read_games_rows, run_nets, split_states
 from pipeline.go_game import spec as go_spec
@@ -431,3 +437,29 @@ def test_expected_loss_and_levels_are_config_entries():
     raw["expected_loss"]["net"] = "no-such-level"
     with pytest.raises(ConfigError, match="no-such-level"):
         config_from_dict(raw)
+
+
+@pytest.mark.parametrize(
+    ("twin", "base"),
+    [
+        ("bench/extract-go-g170-levels.yaml", None),  # None: the preset
+        ("bench/extract-go-gpu-g170-levels.yaml", "bench/extract-go-gpu.yaml"),
+    ],
+)
+def test_g170_levels_configs_change_only_the_levels(twin, base):
+    """Issue #28's comparison extracts the same columns with the levels of kibitz-go-policy-g170:
+    each twin equals its config but for the levels' model and the levels s-score it leaves out
+    (a head on the 4 × 32 levels, which it would run as passes of their own)."""
+    repo = Path(__file__).resolve().parents[1]
+    new = load_config(repo / twin)
+    old = preset("go") if base is None else load_config(repo / base)
+    assert [(n.name, n.profile) for n in new.imitation_nets] == [
+        (n.name, n.profile) for n in old.imitation_nets
+    ]
+    assert [n.model for n in new.imitation_nets] == [
+        "kibitz-go-policy-g170" if n.model == GO_POLICY else n.model for n in old.imitation_nets
+    ]
+    assert [n.model for n in old.strength_nets] == ["kibitz-sscore-go", "kibitz-sscore-go-levels"]
+    assert [n.model for n in new.strength_nets] == ["kibitz-sscore-go"]
+    rest = {"imitation_nets": old.imitation_nets, "strength_nets": old.strength_nets}
+    assert replace(new, **rest) == old

@@ -9,7 +9,8 @@
 # Serve, Tune, Train, Data; MLflow's web UI; tests), strips the binaries' symbols and packs,
 # each part small enough to travel beside the tree:
 #
-#   .gpu-kit/site-run.tar.xz    ingest, extract, aggregate (Ray, DuckDB, python-chess, …)
+#   .gpu-kit/site-ray.tar.xz    Ray and its dependencies (extract runs on it)
+#   .gpu-kit/site-run.tar.xz    the rest of ingest, extract, aggregate (DuckDB, python-chess, …)
 #   .gpu-kit/site-train.tar.xz  what training adds (MLflow, LightGBM)
 #   .gpu-kit/stockfish.xz       Debian's Stockfish binary (KIBITZ_STOCKFISH)
 #   .gpu-kit/shared.tar.xz      the ../shared folders named on the command line (the nets and the
@@ -52,17 +53,20 @@ if [ "${1:-}" = "--shared-only" ]; then
     exit 0
 fi
 
-# Kibitz's requirements that the image lacks, in two packs: what ingest, extract and aggregate
-# run, and what training adds (MLflow, LightGBM). Ray comes without its dashboard extras: a
-# local or cluster Ray runs without them.
-requirements() {  # $1: run | train
+# Kibitz's requirements that the image lacks, in three packs: Ray, the rest of what ingest,
+# extract and aggregate run, and what training adds (MLflow, LightGBM). Ray has a pack of its
+# own because Ray and the rest together (33.8 MiB) no longer fit one call beside the working
+# tree (35.4 MiB since kibitz-go-policy-g170). Ray comes without its dashboard extras: a local
+# or cluster Ray runs without them.
+requirements() {  # $1: ray | run | train
     python3 - "$1" infra/gpu/image-packages.txt <<'EOF_PY'
 import re, sys, tomllib
 image = {l.strip() for l in open(sys.argv[2]) if l.strip() and not l.startswith("#")}
-train = {"mlflow", "lightgbm"}
+packs = {"ray": {"ray"}, "train": {"mlflow", "lightgbm"}}
+def pack(name): return next((p for p, names in packs.items() if name in names), "run")
 for dep in tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]:
     name = re.sub(r"[-_.]+", "-", re.split(r"[\[<>=!~ ;]", dep, maxsplit=1)[0].lower())
-    if name not in image and (name in train) == (sys.argv[1] == "train"):
+    if name not in image and pack(name) == sys.argv[1]:
         print(re.sub(r"\[[^]]*\]", "", dep))
 EOF_PY
 }
@@ -70,7 +74,7 @@ EOF_PY
 # Download one pack's wheels with their dependencies, keep those neither the image nor an
 # earlier pack holds, install them for Python 3.12, leave out what Kibitz never runs, strip the
 # binaries' symbols and pack.
-pack() {  # $1: run | train; $2…: wheel files of earlier packs to leave out
+pack() {  # $1: ray | run | train; $2…: wheel files of earlier packs to leave out
     local part=$1 wheels="$KIT/wheels-$1" site="$KIT/site"
     shift
     rm -rf "$wheels" "$site" && mkdir -p "$wheels"
@@ -96,8 +100,9 @@ EOF_PY
     rm -rf "$site"
 }
 
-pack run
-pack train "$KIT"/wheels-run/*.whl
+pack ray
+pack run "$KIT"/wheels-ray/*.whl
+pack train "$KIT"/wheels-ray/*.whl "$KIT"/wheels-run/*.whl
 rm -rf "$KIT"/wheels-*
 
 # Stockfish from Debian's package, unpacked here (the machine has no apt source).
