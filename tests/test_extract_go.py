@@ -453,11 +453,9 @@ def test_g170_levels_configs_change_only_the_levels(twin, base):
     repo = Path(__file__).resolve().parents[1]
     new = load_config(repo / twin)
     old = preset("go") if base is None else load_config(repo / base)
-    assert [(n.name, n.profile) for n in new.imitation_nets] == [
-        (n.name, n.profile) for n in old.imitation_nets
-    ]
-    assert [n.model for n in new.imitation_nets] == [
-        "kibitz-go-policy-g170" if n.model == GO_POLICY else n.model for n in old.imitation_nets
+    assert new.imitation_nets == [
+        replace(n, model="kibitz-go-policy-g170") if n.model == GO_POLICY else n
+        for n in old.imitation_nets
     ]
     assert [n.model for n in old.strength_nets] == ["kibitz-sscore-go", "kibitz-sscore-go-levels"]
     assert [n.model for n in new.strength_nets] == ["kibitz-sscore-go"]
