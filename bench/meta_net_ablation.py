@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from meta_bench import instance_tables, meta_parser, sample_sizes
+from meta_bench import instance_tables, meta_parser, sample_sizes, split_salts
 
 from pipeline.core.data_split import SplitConfig
 from pipeline.meta.model import (
@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--only", help="the nets to drop, comma-separated (default: each)")
     args = parser.parse_args()
     instances, rank_groups = instance_tables(args.aggregates)
-    salts = [SplitConfig().salt] + [f"kibitz-ablation-{k}" for k in range(1, args.splits)]
+    salts = split_salts(args.splits)
     splits = [
         SplitData(
             salt,

@@ -1,0 +1,68 @@
+"""Two extractions of the same games as paired instance data, to compare what each net gives.
+
+A net swapped for another (the Go skill levels of ``kibitz-go-policy`` against
+``kibitz-go-policy-g170``) is judged by what it does to rank estimation. Two meta-models trained
+on two extractions measure only the features' difference when everything else is the same: the
+games, the feature columns other than the swapped net's, the split and the seeded samples. The
+samples are drawn by row (:mod:`pipeline.meta.samples`), so the two instance tables must hold the
+same instances in the same order; :func:`paired_instances` makes them so (an instance is one
+player's side of one game), or says why not.
+``bench/meta_compare.py`` prints Table 2 for both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.core.data_split import SplitConfig
+from pipeline.meta.aggregate import INSTANCES, load_mart
+from pipeline.meta.model import InstanceData, MetaDataError, instance_data, keep_sscore_nets
+
+
+def instance_keys(table: pa.Table) -> pa.Array:
+    """One key per player instance: its game and colour."""
+    return pc.binary_join_element_wise(table["game_id"], table["colour"], "\x00")
+
+
+def shared_instances(a: pa.Table, b: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """Both instance tables on the instances they share, in (game, colour) order."""
+    shared = pa.array(sorted(set(instance_keys(a).to_pylist()) & set(instance_keys(b).to_pylist())))
+    keys = [("game_id", "ascending"), ("colour", "ascending")]
+    return tuple(t.filter(pc.is_in(instance_keys(t), shared)).sort_by(keys) for t in (a, b))
+
+
+def paired_instances(
+    first: Path,
+    second: Path,
+    *,
+    game: str,
+    split: SplitConfig | None = None,
+    sscore_nets: Sequence[str] = (),
+) -> tuple[InstanceData, InstanceData]:
+    """The instances of two aggregates folders on their shared instances and feature columns
+    (in ``first``'s order), with the s-scores of ``sscore_nets`` only (all when empty).
+
+    A column of one folder only (a strength net one extraction did not run) is left out: it
+    would make the comparison about that net instead of the swapped one.
+    """
+    a, b = shared_instances(load_mart(first, INSTANCES), load_mart(second, INSTANCES))
+    if a.num_rows == 0:
+        raise MetaDataError(f"{str(first)!r} and {str(second)!r} share no player instances")
+    one, two = (
+        keep_sscore_nets(
+            instance_data(table, load_mart(folder, "rank_groups"), game=game, split=split),
+            sscore_nets,
+        )
+        for table, folder in ((a, first), (b, second))
+    )
+    if not np.array_equal(one.group, two.group) or not np.array_equal(one.game_id, two.game_id):
+        raise MetaDataError(
+            f"{str(first)!r} and {str(second)!r} disagree on the rank groups of their shared games"
+        )
+    columns = [c for c in one.columns if c in set(two.columns)]
+    return tuple(d.with_columns([d.columns.index(c) for c in columns]) for d in (one, two))

@@ -1,0 +1,88 @@
+"""Two extractions of the same games compared through their meta-models (pipeline/meta/paired.py,
+bench/meta_compare.py): the pairing on real aggregates, and #28's measured finding that the Go
+skill levels of `kibitz-go-policy-g170` raise rank-group accuracy over the 4 × 32 levels on the
+games the shipped `kibitz-meta-go` was fitted on (bench/aggregates/go-g170-levels)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.meta.aggregate import INSTANCES, load_mart
+from pipeline.meta.model import MetaConfig, MetaDataError, train_and_evaluate
+from pipeline.meta.paired import paired_instances
+from pipeline.meta.registered import resolve_meta_models
+
+G170_LEVELS = Path(__file__).resolve().parents[1] / "bench" / "aggregates" / "go-g170-levels"
+
+
+def shipped_go() -> Path:
+    return resolve_meta_models(None, "go").aggregates_dir
+
+
+def write_aggregates(folder: Path, instances: pa.Table, rank_groups: pa.Table) -> Path:
+    folder.mkdir()
+    pq.write_table(instances, folder / f"{INSTANCES}.parquet")
+    pq.write_table(rank_groups, folder / "rank_groups.parquet")
+    return folder
+
+
+def test_pairing_aligns_games_rows_and_columns(tmp_path):
+    """A second folder holding a third of the instances at random (some games with one colour
+    only), in another order and with one strength net fewer, pairs with the first on exactly
+    those instances, row for row, on the columns both have."""
+    shipped = shipped_go()
+    instances, groups = load_mart(shipped, INSTANCES), load_mart(shipped, "rank_groups")
+    rng = np.random.default_rng(0)
+    rows = rng.permutation(instances.num_rows)[: instances.num_rows // 3]
+    dropped = [c for c in instances.column_names if c.startswith("sscore_kibitz_sscore_go_levels")]
+    other = instances.take(pa.array(rows)).drop_columns(dropped)
+    second = write_aggregates(tmp_path / "second", other, groups)
+    one, two = paired_instances(shipped, second, game="go")
+    assert len(one.group) == other.num_rows  # every instance of the subset, no other
+    assert set(one.game_id.tolist()) == set(other["game_id"].to_pylist())
+    assert np.array_equal(one.game_id, two.game_id) and np.array_equal(one.group, two.group)
+    assert one.columns == two.columns and not any("go_levels" in c for c in one.columns)
+    assert np.array_equal(
+        one.features, two.features, equal_nan=True
+    )  # same instances, same values: same rows
+
+
+def test_pairing_refuses_games_with_other_rank_groups(tmp_path):
+    shipped = shipped_go()
+    instances, groups = load_mart(shipped, INSTANCES), load_mart(shipped, "rank_groups")
+    names = groups.sort_by("group_index")["rank_group"].to_pylist()
+    moved = pa.array([names[(names.index(g) + 1) % len(names)]
+                      for g in instances["rank_group"].to_pylist()])  # fmt: skip
+    column = instances.schema.get_field_index("rank_group")
+    second = write_aggregates(
+        tmp_path / "moved", instances.set_column(column, "rank_group", moved), groups
+    )
+    with pytest.raises(MetaDataError, match="disagree on the rank groups"):
+        paired_instances(shipped, second, game="go")
+
+
+def rank_group_accuracy(pair, n: int, sets: tuple[str, ...]) -> list[dict[str, float]]:
+    """Per side of ``pair``: feature set → rank-group accuracy % at ``n`` (the models' own
+    split, seed 0: what ``bench/meta_compare.py`` prints)."""
+    config = MetaConfig(ns=(n,), feature_sets=sets)
+    return [
+        {e.method: 100 * e.accuracy for e in train_and_evaluate(data, n, config).evaluations
+         if e.sampling == "rank_group" and e.method in sets}
+        for data in pair
+    ]  # fmt: skip
+
+
+def test_g170_levels_raise_go_accuracy_on_the_same_games():
+    """#28 item 4 (docs/train.md, "What it does to the meta-model"): on the shipped model's games
+    re-extracted with kibitz-go-policy-g170's levels, priors and loss alone gain 8.4 points at
+    n = 20; the set that reads no level column (no_prior) moves by the noise floor only."""
+    pair = paired_instances(shipped_go(), G170_LEVELS, game="go", sscore_nets=("kibitz-sscore-go",))
+    assert len(pair[0].group) == 3_686 and len(pair[0].columns) == 66
+    old, new = rank_group_accuracy(pair, 20, ("full", "no_sscore", "no_prior"))
+    assert old == pytest.approx({"full": 53.3, "no_sscore": 47.2, "no_prior": 45.9}, abs=0.05)
+    assert new == pytest.approx({"full": 54.2, "no_sscore": 55.7, "no_prior": 46.9}, abs=0.05)
