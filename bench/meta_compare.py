@@ -26,26 +26,8 @@ import numpy as np
 from meta_bench import meta_parser, sample_sizes, split_salts
 
 from pipeline.core.data_split import SplitConfig
-from pipeline.meta.model import (
-    FIT_SPLITS,
-    InstanceData,
-    MetaConfig,
-    MetaDataError,
-    train_and_evaluate,
-)
-from pipeline.meta.paired import paired_instances
-
-
-def rank_group_accuracy(
-    data: InstanceData, n: int, config: MetaConfig
-) -> dict[str, tuple[float, float]]:
-    """Feature set → (accuracy %, accuracy ±1 %) of rank-group sampling at ``n``."""
-    result = train_and_evaluate(data, n, config)
-    return {
-        e.method: (100 * e.accuracy, 100 * e.accuracy_pm1)
-        for e in result.evaluations
-        if e.sampling == "rank_group" and e.method in config.feature_sets
-    }
+from pipeline.meta.model import FIT_SPLITS, MetaConfig, MetaDataError
+from pipeline.meta.paired import paired_instances, rank_group_accuracy
 
 
 def main() -> None:

@@ -9,7 +9,8 @@ zstd, plus the rank groups and the run's ``_aggregate.json``::
 
     python bench/slim_aggregates.py AGGREGATES bench/aggregates/go-g170-levels
 
-About 0.6 kB a player instance against 0.9 kB (the Go columns).
+About 0.3 kB a player instance against 0.6 kB: 1.76 MB for the 5,780 Go instances of
+``bench/aggregates/go-g170-levels``, whose shipped twin is 3.39 MB.
 """
 
 from __future__ import annotations

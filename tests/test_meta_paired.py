@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.meta.aggregate import INSTANCES, load_mart
-from pipeline.meta.model import MetaConfig, MetaDataError, train_and_evaluate
-from pipeline.meta.paired import paired_instances
+from pipeline.meta.model import MetaConfig, MetaDataError
+from pipeline.meta.paired import paired_instances, rank_group_accuracy
 from pipeline.meta.registered import resolve_meta_models
 
 G170_LEVELS = Path(__file__).resolve().parents[1] / "bench" / "aggregates" / "go-g170-levels"
@@ -66,23 +66,16 @@ def test_pairing_refuses_games_with_other_rank_groups(tmp_path):
         paired_instances(shipped, second, game="go")
 
 
-def rank_group_accuracy(pair, n: int, sets: tuple[str, ...]) -> list[dict[str, float]]:
-    """Per side of ``pair``: feature set → rank-group accuracy % at ``n`` (the models' own
-    split, seed 0: what ``bench/meta_compare.py`` prints)."""
-    config = MetaConfig(ns=(n,), feature_sets=sets)
-    return [
-        {e.method: 100 * e.accuracy for e in train_and_evaluate(data, n, config).evaluations
-         if e.sampling == "rank_group" and e.method in sets}
-        for data in pair
-    ]  # fmt: skip
-
-
 def test_g170_levels_raise_go_accuracy_on_the_same_games():
     """#28 item 4 (docs/train.md, "What it does to the meta-model"): on the shipped model's games
     re-extracted with kibitz-go-policy-g170's levels, priors and loss alone gain 8.4 points at
     n = 20 and the full set 2.3; the set that reads no level column (no_prior) does not move."""
     pair = paired_instances(shipped_go(), G170_LEVELS, game="go", sscore_nets=("kibitz-sscore-go",))
     assert len(pair[0].group) == 5_780 and len(pair[0].columns) == 66
-    old, new = rank_group_accuracy(pair, 20, ("full", "no_sscore", "no_prior"))
+    config = MetaConfig(ns=(20,), feature_sets=("full", "no_sscore", "no_prior"))
+    old, new = (
+        {name: figures[0] for name, figures in rank_group_accuracy(data, 20, config).items()}
+        for data in pair
+    )
     assert old == pytest.approx({"full": 59.9, "no_sscore": 54.4, "no_prior": 50.2}, abs=0.05)
     assert new == pytest.approx({"full": 62.2, "no_sscore": 62.8, "no_prior": 50.2}, abs=0.05)

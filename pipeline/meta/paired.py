@@ -21,7 +21,14 @@ import pyarrow.compute as pc
 
 from pipeline.core.data_split import SplitConfig
 from pipeline.meta.aggregate import INSTANCES, load_mart
-from pipeline.meta.model import InstanceData, MetaDataError, instance_data, keep_sscore_nets
+from pipeline.meta.model import (
+    InstanceData,
+    MetaConfig,
+    MetaDataError,
+    instance_data,
+    keep_sscore_nets,
+    train_and_evaluate,
+)
 
 
 def instance_keys(table: pa.Table) -> pa.Array:
@@ -31,9 +38,12 @@ def instance_keys(table: pa.Table) -> pa.Array:
 
 def shared_instances(a: pa.Table, b: pa.Table) -> tuple[pa.Table, pa.Table]:
     """Both instance tables on the instances they share, in (game, colour) order."""
-    shared = pa.array(sorted(set(instance_keys(a).to_pylist()) & set(instance_keys(b).to_pylist())))
-    keys = [("game_id", "ascending"), ("colour", "ascending")]
-    return tuple(t.filter(pc.is_in(instance_keys(t), shared)).sort_by(keys) for t in (a, b))
+    keys_a, keys_b = instance_keys(a), instance_keys(b)
+    shared = pa.array(sorted(set(keys_a.to_pylist()) & set(keys_b.to_pylist())))
+    order = [("game_id", "ascending"), ("colour", "ascending")]
+    return tuple(
+        t.filter(pc.is_in(keys, shared)).sort_by(order) for t, keys in ((a, keys_a), (b, keys_b))
+    )
 
 
 def paired_instances(
@@ -66,3 +76,16 @@ def paired_instances(
         )
     columns = [c for c in one.columns if c in set(two.columns)]
     return tuple(d.with_columns([d.columns.index(c) for c in columns]) for d in (one, two))
+
+
+def rank_group_accuracy(
+    data: InstanceData, n: int, config: MetaConfig
+) -> dict[str, tuple[float, float]]:
+    """Feature set of ``config`` → (accuracy %, accuracy ±1 %) of rank-group sampling at ``n``:
+    one side of a pair, measured as Table 2 measures it."""
+    result = train_and_evaluate(data, n, config)
+    return {
+        e.method: (100 * e.accuracy, 100 * e.accuracy_pm1)
+        for e in result.evaluations
+        if e.sampling == "rank_group" and e.method in config.feature_sets
+    }
