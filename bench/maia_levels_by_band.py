@@ -53,7 +53,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     config = LevelsHeadConfig(MAIA_LEVELS)
-    model = levels_sscore("chess", level_nets(config, load=load_net), LevelsHead(config))  # the head is not used
+    # the head is not used: only the levels' statistics are read
+    model = levels_sscore("chess", level_nets(config, load=load_net), LevelsHead(config))
     levels = level_sha256(MAIA_LEVELS)
     n = len(MAIA_LEVELS)
     sets = [(name, games, None, 3, f"held-out-{i}")

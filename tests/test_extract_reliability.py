@@ -1,13 +1,16 @@
 """Exactly-once and determinism of `kibitz extract` on real Ray, real nets, real Stockfish.
 
 Tiny on purpose (4 real games, one Maia net, 100 Stockfish nodes, one game per chunk): what is
-checked is that killed drivers, actors and engines and a two-node cluster all end with every
-game's moves present once and byte-identical features.
+checked is that killed drivers, actors and engines, a two-node cluster and a run continued from
+a lost run's kept aggregates all end with every game's moves present once and byte-identical
+features.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -17,6 +20,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
@@ -37,6 +41,7 @@ from pipeline.jobs.extract import (
     CRASH_AFTER_ENV,
     ConfigMismatchError,
     PartError,
+    SkipDoneError,
     check_output_config,
     net_hashes,
     parse_part,
@@ -44,6 +49,8 @@ from pipeline.jobs.extract import (
     run_extract,
     save_config,
 )
+from pipeline.meta.aggregate import INSTANCES, load_mart, run_aggregate
+from pipeline.meta.aggregate_merge import merge_aggregates
 
 CONFIG = {
     "game": "chess",
@@ -213,6 +220,49 @@ def test_two_parts_extract_the_whole_table_once(games_root, baseline, tmp_path):
     assert min(t.num_rows for t in tables) > 0  # 4 one-game chunks: both parts hold games
     both = pa.concat_tables(tables).sort_by([("game_id", "ascending"), ("ply", "ascending")])
     assert_same(both, baseline)
+
+
+def test_skip_done_extracts_only_what_kept_aggregates_lack(games_root, baseline, tmp_path):
+    """A run whose features were lost with its machine but whose aggregates were kept:
+    ``--skip-done`` extracts exactly the other chunks, and the merge of both aggregates holds
+    every game once; aggregates of another config or another games table are refused."""
+    first = tmp_path / "first"
+    run_extract(config(), games_root, first, num_cpus=2, part=(0, 2), show_progress=False)
+    kept = tmp_path / "aggregates-first"
+    run_aggregate(first, kept)
+    done = set(read_features(first)["game_id"].to_pylist())
+    shutil.rmtree(first)  # the machine is gone; its aggregates were committed
+    rest = tmp_path / "rest"
+    summary = run_extract(
+        config(), games_root, rest, num_cpus=2, skip_done=[kept], show_progress=False
+    )
+    assert summary["skipped_done"] == {"aggregates": [str(kept)], "chunks": len(done),
+                                       "games": len(done)}  # fmt: skip
+    table = read_features(rest)
+    assert not done & set(table["game_id"].to_pylist())
+    others = baseline.filter(pc.invert(pc.is_in(baseline["game_id"], pa.array(sorted(done)))))
+    assert_same(table, others)
+    run_aggregate(rest, tmp_path / "aggregates-rest")
+    merge_aggregates([kept, tmp_path / "aggregates-rest"], tmp_path / "merged")
+    instances = load_mart(tmp_path / "merged", INSTANCES)
+    assert sorted(instances["game_id"].to_pylist()) == sorted(
+        2 * pc.unique(baseline["game_id"]).to_pylist()
+    )  # both colours of every game, once
+
+    other = tmp_path / "other-config"
+    shutil.copytree(kept, other)
+    summary = json.loads((other / "_aggregate.json").read_text())
+    (other / "_aggregate.json").write_text(json.dumps(summary | {"features_config_hash": "0" * 16}))
+    with pytest.raises(SkipDoneError, match="extracted with config 0000000000000000"):
+        run_extract(config(), games_root, tmp_path / "x", skip_done=[other], show_progress=False)
+    stranger = tmp_path / "other-games"
+    shutil.copytree(kept, stranger)
+    rows = load_mart(kept, INSTANCES)
+    ids = pa.array(["not-a-game"] * rows.num_rows)
+    pq.write_table(rows.set_column(rows.schema.get_field_index("game_id"), "game_id", ids),
+                   stranger / f"{INSTANCES}.parquet")  # fmt: skip
+    with pytest.raises(SkipDoneError, match=r"'not-a-game'.*another games table"):
+        run_extract(config(), games_root, tmp_path / "y", skip_done=[stranger], show_progress=False)
 
 
 def test_a_task_failure_names_the_tasks_own_exception():

@@ -19,7 +19,8 @@ def test_running_means_ignore_missing_values():
     ("ns", "accuracies", "confidence", "expected"),
     [
         ([1, 5, 10, 15, 20], [0.4, 0.7, 0.85, 0.9, 0.95], 0.9, 15.0),  # reached at a trained n
-        ([1, 5, 10, 15, 20], [0.4, 0.7, 0.85, 0.9, 0.95], 0.8, 5 + 5 * 0.1 / 0.15),  # 8.33: between n=5 and n=10
+        # 8.33: between n=5 and n=10
+        ([1, 5, 10, 15, 20], [0.4, 0.7, 0.85, 0.9, 0.95], 0.8, 5 + 5 * 0.1 / 0.15),
         ([1, 5, 10], [0.95, 0.97, 0.99], 0.9, 1.0),  # the smallest n already reaches it
         ([1, 5, 10], [0.5, 0.6, 0.7], 0.9, None),  # never reached
         ([1, 5, 10], [0.5, None, 0.9], 0.7, 5.5),  # an unmeasured n is skipped

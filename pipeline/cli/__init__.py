@@ -1,2 +1,1 @@
-"""The ``kibitz`` command line: one module per command, assembled in ``main``.
-"""
+"""The ``kibitz`` command line: one module per command, assembled in ``main``."""

@@ -8,6 +8,10 @@
 the whole table): a run too long for one machine or one call is split, each part aggregated on
 its own and the aggregates merged (``kibitz aggregate --merge``, docs/gpu.md).
 
+``--skip-done AGGREGATES...`` continues a run whose features are gone but whose aggregates were
+kept: the chunks those aggregates hold (same config, same games table) are not extracted again;
+merge the old aggregates with the new run's afterwards.
+
 Exit status 1 when every game was quarantined (the reasons are in ``OUT/_quarantine``).
 See docs/extract.md for the output schema and figures.
 """
@@ -47,10 +51,14 @@ def _run(args: argparse.Namespace) -> int:
         num_cpus=args.num_cpus,
         max_games=args.max_games,
         part=parse_part(args.part) if args.part else None,
+        skip_done=args.skip_done,
         force=args.force,
         show_progress=not args.no_progress,
     )
     run = summary["this_run"]
+    if "skipped_done" in summary:
+        done = summary["skipped_done"]
+        print(f"skipped {done['chunks']} chunks ({done['games']} games) the aggregates hold")
     print(
         f"{summary['games']} games, {summary['positions']} positions, "
         f"{summary['quarantined_games']} quarantined in {summary['out_dir']}; this run "
@@ -74,9 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("game", choices=["chess", "go"])
-    parser.add_argument(
-        "--games", default=str(settings.games_dir()), help="games table folder"
-    )
+    parser.add_argument("--games", default=str(settings.games_dir()), help="games table folder")
     parser.add_argument(
         "--out", default=None, help="features folder (default: $KIBITZ_HOME/features-GAME)"
     )
@@ -87,7 +93,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--nodes", type=int, help="override Stockfish's node limit")
     parser.add_argument("--max-games", type=int, help="only the first N games (trial runs)")
     parser.add_argument(
-        "--part", metavar="K/N", help="only part K of N of the games (disjoint; merge the aggregates)"
+        "--part",
+        metavar="K/N",
+        help="only part K of N of the games (disjoint; merge the aggregates)",
+    )
+    parser.add_argument(
+        "--skip-done",
+        nargs="+",
+        type=Path,
+        metavar="AGGREGATES",
+        help="aggregates of earlier runs of this config over these games: skip their chunks",
     )
     parser.add_argument("--force", action="store_true", help="delete earlier output and redo")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

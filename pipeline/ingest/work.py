@@ -254,8 +254,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         lines.append(
             "  read past or repaired: "
             + ", ".join(
-                f"{k}: {v:,}" if not isinstance(v, list) else f"{k}: {', '.join(v[:5])}"
-                + (" …" if len(v) > 5 else "")
+                f"{k}: {v:,}"
+                if not isinstance(v, list)
+                else f"{k}: {', '.join(v[:5])}" + (" …" if len(v) > 5 else "")
                 for k, v in summary["reader_notes"].items()
                 if v
             )

@@ -1,2 +1,1 @@
-"""The drivers of whole runs: ingest, extract (both over Ray, through ``actors/``) and estimate.
-"""
+"""The drivers of whole runs: ingest, extract (both over Ray, through ``actors/``) and estimate."""

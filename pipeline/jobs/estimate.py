@@ -174,9 +174,8 @@ class Estimate:
             if self.interval_coverage_player is not None
             else ""
         )
-        return (
-            f"strength ({self.strength_scale}): {label(self.strength)} ({'; '.join(bands)}){calibrated}{held}\n"
-        )
+        bands_text = "; ".join(bands)
+        return f"strength ({self.strength_scale}): {label(self.strength)} ({bands_text}){calibrated}{held}\n"
 
 
 def read_player_games(game: str, sources: list[str], player: str) -> tuple[pa.Table, int]:

@@ -32,6 +32,7 @@ import os
 import signal
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,10 @@ class PartError(KibitzError, ValueError):
 
 class ConfigMismatchError(KibitzError, ValueError):
     """The output folder holds features extracted with a different config."""
+
+
+class SkipDoneError(KibitzError, ValueError):
+    """``--skip-done`` aggregates that did not come from this config over this games table."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +162,7 @@ def plan_chunks(
     *,
     max_games: int | None = None,
     part: tuple[int, int] | None = None,
+    skip: Callable[[Part], bool] | None = None,
 ) -> list[ExtractChunk]:
     """Every games file cut into ``games_per_chunk`` row ranges, ordered so that any prefix is
     balanced over rank groups.
@@ -164,7 +170,8 @@ def plan_chunks(
     ``part`` (K, N) keeps the chunks of part K of N (by chunk id: disjoint games, the N parts
     together are the whole plan), so that a run too long for one machine or one call is split
     over several, each part's aggregates merged afterwards (``kibitz aggregate --merge``);
-    ``max_games`` then counts the part's games.
+    ``max_games`` then counts the part's games. ``skip`` drops planned row ranges before the
+    budget counts them (:class:`AggregatedGames`: chunks an earlier run already extracted).
 
     The next chunk always comes from the rank group with the fewest games planned so far (ties:
     the group name), each group's files in path order. A run stopped part-way, or cut by
@@ -188,13 +195,72 @@ def plan_chunks(
     while heap and budget > 0:
         planned, group = heapq.heappop(heap)
         rel, start, stop = queues[group].popleft()
-        if part is None or in_part(chunk_id(digest, rel, start, stop), part):  # planned rows
+        wanted = part is None or in_part(chunk_id(digest, rel, start, stop), part)
+        if wanted and not (skip is not None and skip(Part(rel, start, stop))):  # planned rows
             stop = int(min(stop, start + budget))
             budget -= stop - start
             chunks.append(ExtractChunk(chunk_id(digest, rel, start, stop), Part(rel, start, stop)))
         if queues[group]:
             heapq.heappush(heap, (planned + stop - start, group))
     return chunks
+
+
+class AggregatedGames:
+    """Games that earlier runs' aggregates already hold: a ``plan_chunks`` filter.
+
+    A long extraction's features may be lost with a machine while its small aggregates were
+    kept (committed, as docs/gpu.md asks). Chunks commit whole, so a chunk with any game among
+    the aggregates' instances was extracted entirely (its other games quarantined): skipping it
+    leaves exactly the games still to do, and ``kibitz aggregate --merge`` then joins the old
+    aggregates with this run's. Aggregates of another config (their features config hash), or
+    holding games this games table does not plan, are refused: their games would not be the
+    ones skipped here.
+    """
+
+    def __init__(self, games_root: Path, config: ExtractConfig, aggregates: list[Path]) -> None:
+        # Imported here: the aggregates stage sits above extraction; only this option reads it.
+        from pipeline.meta.aggregate import INSTANCES, load_mart, load_summary
+
+        self.games_root = games_root
+        self.aggregates = aggregates
+        self.chunks = self.games = 0
+        self._ids: dict[str, list[str]] = {}
+        digest = config.config_hash()
+        self.done: set[str] = set()
+        for folder in aggregates:
+            theirs = load_summary(folder).get("features_config_hash")
+            if theirs != digest:
+                raise SkipDoneError(
+                    f"--skip-done {str(folder)!r}: its features were extracted with config"
+                    f" {theirs}, this run's is {digest}; its games would stay in another config"
+                )
+            self.done.update(load_mart(folder, INSTANCES)["game_id"].to_pylist())
+        planned = {g for c in plan_chunks(games_root, config) for g in self._games(c.part)}
+        stray = self.done - planned
+        if stray:
+            raise SkipDoneError(
+                f"--skip-done: {len(stray):,} of the aggregates' {len(self.done):,} games are not"
+                f" in {str(games_root)!r} (e.g. {sorted(stray)[0]!r}): another games table's"
+            )
+
+    def _games(self, part: Part) -> list[str]:
+        if part.games_file not in self._ids:
+            table = pq.read_table(self.games_root / part.games_file, columns=["game_id"])
+            self._ids[part.games_file] = table["game_id"].to_pylist()
+        return self._ids[part.games_file][part.start : part.stop]
+
+    def __call__(self, part: Part) -> bool:
+        """Whether the planned rows ``part`` were extracted already (and counts them if so)."""
+        if self.done.isdisjoint(self._games(part)):
+            return False
+        self.chunks += 1
+        self.games += part.stop - part.start
+        return True
+
+    def record(self) -> dict[str, Any]:
+        """What was skipped, for ``_summary.json``."""
+        folders = [str(a) for a in self.aggregates]
+        return {"aggregates": folders, "chunks": self.chunks, "games": self.games}
 
 
 def net_hashes(config: ExtractConfig) -> dict[str, str]:
@@ -311,10 +377,14 @@ def run_extract(
     num_cpus: int | None = None,
     max_games: int | None = None,
     part: tuple[int, int] | None = None,
+    skip_done: list[Path] | None = None,
     force: bool = False,
     show_progress: bool = True,
 ) -> dict[str, Any]:
-    """Run (or resume) one extraction; return the summary, also written to ``_summary.json``."""
+    """Run (or resume) one extraction; return the summary, also written to ``_summary.json``.
+
+    ``skip_done``: aggregates folders of earlier runs of this config over these games (see
+    :class:`AggregatedGames`); their chunks are left out of the plan."""
     # Imported here: `pipeline` stays importable without Ray; this is where the driver
     # crosses into `actors`.
     from actors.extract_runner import ACTOR_RESTARTING, RAY_ERRORS, ExtractRunner, task_failure
@@ -326,7 +396,8 @@ def run_extract(
         (out_root / CONFIG_FILE).unlink(missing_ok=True)
     nets = net_hashes(config)
     check_output_config(out_root, config, nets)
-    chunks = plan_chunks(games_root, config, max_games=max_games, part=part)
+    skip = AggregatedGames(games_root, config, [Path(a) for a in skip_done]) if skip_done else None
+    chunks = plan_chunks(games_root, config, max_games=max_games, part=part, skip=skip)
     save_config(out_root, config, games_root, nets)
     removed = store.clean_partial()
     if removed:
@@ -407,6 +478,8 @@ def run_extract(
     progress.close()
     wall_s = time.perf_counter() - started
     summary = build_summary(config, chunks, store, stats, wall_s, games_root, out_root)
+    if skip is not None:
+        summary["skipped_done"] = skip.record()
     (out_root / SUMMARY_FILE).write_text(json.dumps(summary, indent=1, sort_keys=True))
     refresh_home_of(out_root)  # the home's kibitz.duckdb: <kind>_features views
     return summary
