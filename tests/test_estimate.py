@@ -4,10 +4,12 @@ a meta-model trained here on a small real feature set, and a player with two rea
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import torch
 
 from pipeline.cli.main import main
 from pipeline.core import settings
@@ -95,6 +97,7 @@ def test_estimate_prints_json_and_writes_report(trained: Path, capsys):
         row["accuracy_pm1"],
     )
     assert out["model_samples"] == 2 * 20  # two groups × --eval-draws 20
+    assert out["precision"] == out["precision_trained"] == "fp32"
     # the continuous estimate: a rating with nested conformal intervals around it
     assert out["strength_scale"] == "rating"
     low80, high80 = out["interval_80"]
@@ -140,3 +143,24 @@ def test_estimate_names_a_missing_player(trained: Path):
                 "--model", str(trained / "meta"), "--work", str(trained / "work2"),
             ]
         )  # fmt: skip
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU runs FP16 itself")
+def test_a_model_fitted_on_gpu_features_estimates_at_fp32_on_a_cpu(trained: Path, tmp_path, capsys):
+    """Features extracted at FP16 (a GPU day) are recomputed at FP32 on a machine without a GPU,
+    and the estimate says so, rather than failing for want of a GPU."""
+    model = tmp_path / "meta-fp16"
+    shutil.copytree(trained / "meta", model)
+    manifest = json.loads((model / "meta_models.json").read_text())
+    manifest["features_config"]["config"]["precision"] = "fp16"
+    (model / "meta_models.json").write_text(json.dumps(manifest))
+    argv = ["estimate", "chess", str(SPLIT / "1000-1200.pgn.zst"), "--player", PLAYER,
+            "--model", str(model), "--work", str(tmp_path / "work")]  # fmt: skip
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["precision"], out["precision_trained"]) == ("fp32", "fp16")
+    assert main(argv) == 0
+    assert "nets run at fp32 here; the model's features were extracted at fp16" in (
+        capsys.readouterr().out
+    )

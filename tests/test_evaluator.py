@@ -17,7 +17,13 @@ from lc0_reference import lc0_reference
 
 from pipeline.core import settings
 from pipeline.nets.backend_io import BackendUnavailableError, EvaluatorInputError
-from pipeline.nets.evaluator import OnnxEvaluator, TorchEvaluator, make_evaluator
+from pipeline.nets.evaluator import (
+    OnnxEvaluator,
+    TorchEvaluator,
+    make_evaluator,
+    runnable_precision,
+    runs_natively,
+)
 from pipeline.nets.lc0_net import load_lc0_net
 from pipeline.nets.onnx_export import cached_onnx, net_fingerprint
 
@@ -100,6 +106,41 @@ def test_tensorrt_without_gpu_or_package_is_a_clear_error() -> None:
     if importlib.util.find_spec("tensorrt") is None:  # any machine without the package
         with pytest.raises(BackendUnavailableError, match="TensorRT Python package"):
             make_evaluator(maia(1100), backend="tensorrt", device="cuda")
+
+
+def test_bf16_on_the_cpu_is_fp32_to_a_few_hundredths_on_real_positions(real_planes):
+    """bfloat16 keeps 8 bits of mantissa: Maia-1500's logits (magnitude ~10) move by at most
+    0.15 on these 40 positions (measured 0.153), its move probabilities by at most 0.02
+    (0.0197), the best move changes in 1 of 40 (a near tie); outputs come back as float32."""
+    expected = make_evaluator(maia(1500))({"planes": real_planes})
+    got = make_evaluator(maia(1500), precision="bf16")({"planes": real_planes})
+    assert got["policy"].dtype == np.float32 and got["wdl"].dtype == np.float32
+    assert 0 < np.abs(got["policy"] - expected["policy"]).max() < 0.2
+    p_got, p_exp = (torch.softmax(torch.from_numpy(o["policy"]), 1) for o in (got, expected))
+    assert (p_got - p_exp).abs().max() < 0.03
+    assert np.mean(got["policy"].argmax(1) == expected["policy"].argmax(1)) >= 0.95
+    w_got, w_exp = (torch.softmax(torch.from_numpy(o["wdl"]), 1) for o in (got, expected))
+    assert (w_got - w_exp).abs().max() < 0.015
+
+
+def test_a_precision_the_device_lacks_falls_back_to_fp32(monkeypatch):
+    """FP16 needs a GPU; BF16 a GPU or a CPU with AMX, without which it is emulated (slower
+    than FP32): what features extracted elsewhere are recomputed at on this machine."""
+    assert runnable_precision("fp32", "cpu") == "fp32"
+    assert runnable_precision("fp16", "cpu") == "fp32"
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {"amx_bf16": True})
+    assert runs_natively("bf16", "cpu") and runnable_precision("bf16", "cpu") == "bf16"
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {"amx_bf16": False, "avx2": True})
+    assert not runs_natively("bf16", "cpu") and runnable_precision("bf16", "cpu") == "fp32"
+
+
+def test_bf16_runs_on_torch_only():
+    with pytest.raises(BackendUnavailableError, match="use torch for bf16"):
+        make_evaluator(maia(1100), backend="onnx", precision="bf16")
+    with pytest.raises(BackendUnavailableError, match="use torch for bf16"):
+        make_evaluator(maia(1100), backend="tensorrt", device="cuda", precision="bf16")
+    with pytest.raises(ValueError, match="unknown precision 'int8'"):
+        make_evaluator(maia(1100), precision="int8")
 
 
 @pytest.mark.gpu

@@ -461,3 +461,15 @@ def test_g170_levels_configs_change_only_the_levels(twin, base):
     assert [n.model for n in new.strength_nets] == ["kibitz-sscore-go"]
     rest = {"imitation_nets": old.imitation_nets, "strength_nets": old.strength_nets}
     assert replace(new, **rest) == old
+
+
+def test_precision_is_a_config_entry_that_changes_the_hash():
+    """BF16 features are other values than FP32 ones (a few hundredths of a nat, bench/
+    bench_cpu_precision.py), so a run at another precision is another config."""
+    raw = _base_config()
+    fp32 = config_from_dict(raw)
+    raw["precision"] = "bf16"
+    assert config_from_dict(raw).config_hash() != fp32.config_hash()
+    raw["precision"] = "int8"
+    with pytest.raises(ConfigError, match="precision must be one of"):
+        config_from_dict(raw)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pipeline.core import settings
 from pipeline.core.errors import KibitzError
-from pipeline.extract.config import BACKENDS, load_config, preset
+from pipeline.extract.config import BACKENDS, PRECISIONS, load_config, preset
 
 
 class NothingExtractedError(KibitzError, ValueError):
@@ -40,6 +40,8 @@ def _run(args: argparse.Namespace) -> int:
         raise SystemExit(f"config {str(args.config)!r} is for {config.game!r}, not {args.game!r}")
     if args.backend:
         config.backend = args.backend
+    if args.precision:
+        config.precision = args.precision
     if args.nodes:
         config.value.nodes = args.nodes
     config.validate()
@@ -90,6 +92,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--address", help="Ray cluster to join (default: embedded local Ray)")
     parser.add_argument("--num-cpus", type=int, help="CPUs of the embedded Ray (default: all)")
     parser.add_argument("--backend", choices=BACKENDS, help="override the config's backend")
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        help="override the config's number format (bf16: GPUs and CPUs with AMX, docs/extract.md)",
+    )
     parser.add_argument("--nodes", type=int, help="override Stockfish's node limit")
     parser.add_argument("--max-games", type=int, help="only the first N games (trial runs)")
     parser.add_argument(

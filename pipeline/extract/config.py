@@ -30,7 +30,7 @@ import yaml
 from pipeline.core import settings
 from pipeline.core.errors import KibitzError
 from pipeline.core.features_schema import column_slug, features_schema
-from pipeline.nets.backends import BACKENDS
+from pipeline.nets.backends import BACKENDS, PRECISIONS
 
 PRESETS_DIR = settings.PRESETS_DIR
 GAMES = ("chess", "go")
@@ -90,7 +90,8 @@ class ExtractConfig:
     value: ValueConfig = field(default_factory=ValueConfig)
     expected_loss: ExpectedLossConfig = field(default_factory=ExpectedLossConfig)
     backend: str = "torch"  # "torch" | "onnx" (ONNX Runtime) | "tensorrt" (NVIDIA GPUs)
-    precision: str = "fp32"  # "fp16" only pays on GPUs (TensorRT)
+    # "fp16": GPUs; "bf16": GPUs and CPUs with AMX (pipeline.nets.evaluator.runs_natively)
+    precision: str = "fp32"
     # Positions per net call. CPU backends saturate around 256 (larger only costs memory); a GPU
     # needs thousands in flight to be busy.
     batch_sizes: dict[str, int] = field(
@@ -129,6 +130,8 @@ class ExtractConfig:
             raise ConfigError(f"game must be one of {GAMES}, got {self.game!r}")
         if self.backend not in BACKENDS:
             raise ConfigError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.backend not in self.batch_sizes or self.batch_sizes[self.backend] < 1:
             raise ConfigError(f"batch_sizes has no positive entry for backend {self.backend!r}")
         if not self.imitation_nets:

@@ -102,6 +102,11 @@ class Estimate:
     band: list[str]  # the group and its neighbours (the ±1 band)
     rank_groups: list[str]  # every group, weakest first
     n_trained: list[int]  # the n the meta-models were trained at
+    # The nets' number format here and in the training features' extraction: they differ where
+    # this machine lacks the training's arithmetic (FP16 of a GPU, BF16 of an AMX CPU), and
+    # the nets then run FP32 (pipeline.nets.evaluator.runnable_precision; docs/meta.md).
+    precision: str
+    precision_trained: str
     rated_rank_groups: list[str]  # the player's own groups according to the files, if any
     report: str | None
     steps: list[dict] | None  # --progressive: the estimate after each game (progressive.Step)
@@ -126,8 +131,17 @@ class Estimate:
             f" from {self.games_used} game(s), {self.moves_used} moves{rated}\n"
             f"{self._strength_text()}"
             f"model: {self.model} ({self.feature_set}, n={self.n_model}){trust}\n"
+            f"{self._precision_text()}"
             f"{self._needed_text()}"
             f"report: {self.report}"
+        )
+
+    def _precision_text(self) -> str:
+        if self.precision == self.precision_trained:
+            return ""
+        return (
+            f"nets run at {self.precision} here; the model's features were extracted at "
+            f"{self.precision_trained}, which this machine lacks (docs/meta.md: what it changes)\n"
         )
 
     def _needed_text(self) -> str:
@@ -209,7 +223,9 @@ def extraction_config(
     models: MetaModels, config_path: Path | None, nodes: int | None
 ) -> ExtractConfig:
     """The training features' extraction config (so the columns match): the copy in the
-    manifest, else (manifests written before it) the features folder's, else the preset."""
+    manifest, else (manifests written before it) the features folder's, else the preset; its
+    precision the nearest this machine runs natively (FP32 for FP16 without a GPU, for BF16
+    without AMX or a GPU), so a model fitted on a GPU's features estimates on a laptop."""
     if config_path is not None:
         from pipeline.extract.config import load_config
 
@@ -222,6 +238,9 @@ def extraction_config(
         config = config_from_dict(saved) if saved else preset(models.manifest["game"])
     if nodes:
         config.value.nodes = nodes
+    from pipeline.nets.evaluator import runnable_precision  # torch: only when extracting
+
+    config.precision = runnable_precision(config.precision)
     return config.validate()
 
 
@@ -385,6 +404,7 @@ def run_estimate(
         check_nets(models)
     games, _ = read_player_games(game, sources, player)
     config = extraction_config(models, config_path, nodes)
+    trained = (models.manifest.get("features_config") or {}).get("config", {}).get("precision")
     features, dropped = extract_in_process(config, games)
     write_features(features, work_dir / "features")
     agg = models.manifest.get("aggregate", {})
@@ -440,6 +460,8 @@ def run_estimate(
         band=_band(groups, last.rank_group_index),
         rank_groups=groups,
         n_trained=models.ns,
+        precision=config.precision,
+        precision_trained=trained or config.precision,
         rated_rank_groups=rated,
         report=str(report),
         steps=[asdict(step) for step in steps] if progressive else None,

@@ -1,6 +1,10 @@
-"""The inference backends a net can run on, named once for the evaluator, configs and the CLI.
+"""The inference backends and number formats a net can run in, named once for the evaluator,
+configs and the CLI.
 
 Kept apart from ``pipeline.nets.evaluator`` so that parsing options never imports torch.
 """
 
 BACKENDS = ("torch", "onnx", "tensorrt")
+# Weights and activations: FP32 anywhere, FP16 on GPUs, bfloat16 on GPUs and AMX CPUs
+# (pipeline.nets.evaluator.runs_natively).
+PRECISIONS = ("fp32", "fp16", "bf16")

@@ -28,12 +28,37 @@ import torch
 from torch import nn
 
 from pipeline.nets.backend_io import BackendUnavailableError, check_inputs, run_in_chunks
-from pipeline.nets.backends import BACKENDS
+from pipeline.nets.backends import BACKENDS, PRECISIONS
 
 logger = logging.getLogger(__name__)
 
 
-PRECISIONS = ("fp32", "fp16")
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def runs_natively(precision: str, device: str) -> bool:
+    """Whether ``device`` has arithmetic for ``precision``, so running at it is not slower
+    than FP32. FP16 needs a GPU. BF16 needs a GPU with bfloat16 units or a CPU with AMX
+    (``amx_bf16``: Intel Xeon of the 4th generation on): elsewhere oneDNN emulates it, which
+    ran KataGo g170 5× slower than FP32 under AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2``, docs/extract.md).
+    """
+    if precision == "fp32":
+        return True
+    if device.startswith("cuda"):
+        return torch.cuda.is_available() and (precision == "fp16" or torch.cuda.is_bf16_supported())
+    return precision == "bf16" and bool(torch.cpu.get_capabilities().get("amx_bf16"))
+
+
+def default_device() -> str:
+    """Where the nets run when no device is named: the GPU if there is one."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def runnable_precision(precision: str, device: str | None = None) -> str:
+    """``precision`` where ``device`` (default: :func:`default_device`) runs it natively, else
+    FP32: how features extracted on a GPU (FP16) or an AMX CPU (BF16) are computed again on a
+    machine without that arithmetic, e.g. for ``kibitz estimate`` on a laptop."""
+    return precision if runs_natively(precision, device or default_device()) else "fp32"
 
 
 @runtime_checkable
@@ -63,7 +88,9 @@ class TorchEvaluator:
     On a GPU, ``fp32`` means FP32: PyTorch lets cuDNN and cuBLAS round FP32 to TF32 by default,
     which moved Maia logits by up to 2.6e-2 from lc0's on an H100 (bench/bench_gpu_nets.py),
     so this evaluator switches TF32 off for the process. ``fp16`` runs weights and activations
-    in FP16. Inputs may be numpy arrays or tensors already on the device.
+    in FP16 (GPU only), ``bf16`` in bfloat16 (GPU, or a CPU with AMX: :func:`runs_natively`);
+    outputs come back as float32 either way. Inputs may be numpy arrays or tensors already on
+    the device.
     """
 
     def __init__(
@@ -79,13 +106,15 @@ class TorchEvaluator:
             raise BackendUnavailableError(f"device {device!r} requested but CUDA is not available")
         if precision == "fp16" and not device.startswith("cuda"):
             raise BackendUnavailableError("fp16 torch evaluation needs a CUDA device")
+        if not runs_natively(precision, device):
+            logger.warning("%s on %s is emulated here: slower than fp32", precision, device)
         if num_threads is not None:
             torch.set_num_threads(num_threads)
         if device.startswith("cuda") and precision == "fp32":
             torch.backends.cuda.matmul.allow_tf32 = False
             torch.backends.cudnn.allow_tf32 = False
         self.device = torch.device(device)
-        self.dtype = torch.float16 if precision == "fp16" else torch.float32
+        self.dtype = DTYPES[precision]
         self.net = net.eval().to(
             device=self.device, dtype=self.dtype, memory_format=torch.channels_last
         )
@@ -138,7 +167,8 @@ class OnnxEvaluator:
 
         if precision != "fp32":
             raise BackendUnavailableError(
-                f"the onnx backend runs fp32 only (got {precision!r}); use tensorrt for fp16"
+                f"the onnx backend runs fp32 only (got {precision!r}); use torch for bf16, "
+                "torch or tensorrt for fp16"
             )
         if device.startswith("cuda"):
             if "CUDAExecutionProvider" not in ort.get_available_providers():
@@ -210,6 +240,8 @@ def make_evaluator(
 
     if not device.startswith("cuda"):
         raise BackendUnavailableError(f"the tensorrt backend needs a CUDA device, got {device!r}")
+    if precision == "bf16":
+        raise BackendUnavailableError("the tensorrt backend runs fp32 or fp16; use torch for bf16")
     return TensorRTEvaluator(
         net,
         device=device,

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from pipeline.core.packed_planes import PackedPlanes
-from pipeline.nets.evaluator import make_evaluator
+from pipeline.nets.evaluator import DTYPES, default_device, make_evaluator
 from pipeline.nets.loading import load_net
 from pipeline.nets.policy_stats import PolicyStats, policy_stats
 
@@ -128,7 +128,7 @@ class NetBank:
         cache_dir: Path | None = None,
         threads: int | None = None,  # CPU: torch threads; None or 0: torch's default
     ) -> None:
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.device = device or default_device()
         if threads and self.device == "cpu":
             # Fixed thread count: the results must not depend on the machine's core count.
             torch.set_num_threads(threads)
@@ -140,7 +140,7 @@ class NetBank:
             if self.device.startswith("cuda") and backend in ("torch", "tensorrt")
             else None
         )
-        self.input_dtype = torch.float16 if precision == "fp16" else torch.float32
+        self.input_dtype = DTYPES[precision]
         self.timer = NetTimer()
         self.nets: dict[str, torch.nn.Module] = {}
         self.evaluators = {}
