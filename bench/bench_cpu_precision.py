@@ -19,12 +19,12 @@ difference beside the column's standard deviation.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import numpy as np
 import pyarrow as pa
 import torch
+from bench_go_net import median_rate
 
 from pipeline.core import settings
 from pipeline.extract.config import load_config, preset
@@ -57,14 +57,7 @@ def reference_inputs(names: tuple[str, ...], batch: int) -> dict[str, np.ndarray
 def net_rate(model: str, precision: str, repeats: int) -> float:
     """Median positions/s of one ``BATCH`` through ``model`` at ``precision``."""
     evaluate = make_evaluator(load_net(model), precision=precision, max_batch=BATCH)
-    inputs = reference_inputs(evaluate.input_names, BATCH)
-    evaluate(inputs)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        evaluate(inputs)
-        times.append(time.perf_counter() - start)
-    return BATCH / statistics.median(times)
+    return median_rate(evaluate, reference_inputs(evaluate.input_names, BATCH), repeats)
 
 
 def first_games(per_group: int) -> pa.Table:

@@ -42,17 +42,24 @@ def reference_batch(batch: int) -> dict[str, np.ndarray]:
     return {"spatial": np.ascontiguousarray(spatial), "global": np.ascontiguousarray(global_)}
 
 
-def positions_per_second(
-    evaluate: Callable[[dict[str, np.ndarray]], dict], batch: int, repeats: int
+def median_rate(
+    evaluate: Callable[[dict[str, np.ndarray]], dict], inputs: dict[str, np.ndarray], repeats: int
 ) -> float:
-    inputs = reference_batch(batch)
-    evaluate(inputs)  # warm-up (ONNX Runtime / TensorRT allocate on first call)
+    """Rows per second of ``evaluate(inputs)``: the median of ``repeats`` timed calls after one
+    warm-up call (ONNX Runtime / TensorRT allocate on the first)."""
+    evaluate(inputs)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         evaluate(inputs)
         times.append(time.perf_counter() - start)
-    return batch / statistics.median(times)
+    return len(next(iter(inputs.values()))) / statistics.median(times)
+
+
+def positions_per_second(
+    evaluate: Callable[[dict[str, np.ndarray]], dict], batch: int, repeats: int
+) -> float:
+    return median_rate(evaluate, reference_batch(batch), repeats)
 
 
 def baseline_one_per_call(evaluate: Callable[[dict[str, np.ndarray]], dict]) -> float:
