@@ -109,9 +109,9 @@ def test_tensorrt_without_gpu_or_package_is_a_clear_error() -> None:
 
 
 def test_bf16_on_the_cpu_is_fp32_to_a_few_hundredths_on_real_positions(real_planes):
-    """bfloat16 keeps 8 bits of mantissa: Maia-1500's logits (magnitude ~10) move by at most
-    0.15 on these 40 positions (measured 0.153), its move probabilities by at most 0.02
-    (0.0197), the best move changes in 1 of 40 (a near tie); outputs come back as float32."""
+    """bfloat16 keeps 8 bits of mantissa: on these 40 positions Maia-1500's logits (magnitude
+    ~10) moved by up to 0.153, its move probabilities by up to 0.0197, and the best move changed
+    in 1 of 40 (a near tie); outputs come back as float32."""
     expected = make_evaluator(maia(1500))({"planes": real_planes})
     got = make_evaluator(maia(1500), precision="bf16")({"planes": real_planes})
     assert got["policy"].dtype == np.float32 and got["wdl"].dtype == np.float32

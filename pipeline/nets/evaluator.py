@@ -39,8 +39,9 @@ DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 def runs_natively(precision: str, device: str) -> bool:
     """Whether ``device`` has arithmetic for ``precision``, so running at it is not slower
     than FP32. FP16 needs a GPU. BF16 needs a GPU with bfloat16 units or a CPU with AMX
-    (``amx_bf16``: Intel Xeon of the 4th generation on): elsewhere oneDNN emulates it, which
-    ran KataGo g170 5× slower than FP32 under AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2``, docs/extract.md).
+    (``amx_bf16``: Intel Xeon of the 4th generation on): elsewhere oneDNN emulates it, and
+    KataGo g170 ran at 0.21× FP32's rate capped to AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2 python
+    bench/bench_cpu_precision.py --games 0``, docs/extract.md).
     """
     if precision == "fp32":
         return True
