@@ -2,7 +2,7 @@
 
 The Go policy of issue #28 puts Kibitz's late rank head on KataGo g170-b6c96's trunk; this
 counts one forward of one position with torch's FLOP counter (a multiply-add is two FLOPs) for
-that net and for from-scratch trunks of 6 × 64 and 4 × 32 (the shipped ``kibitz-go-policy``'s
+that net and for from-scratch trunks of 6 × 64 and 4 × 32 (``kibitz-go-policy-4x32``'s
 shape), each with and without the head::
 
     python bench/go_policy_trunk_cost.py
@@ -31,7 +31,7 @@ def main() -> None:
     nets = {
         f"{KATAGO} trunk": policy_on_katago_trunk(load_net(KATAGO), HEAD_CHANNELS),
         "6 x 64 trunk": build_go_rank_policy(GoRankPolicyConfig(6, 64, HEAD_CHANNELS)),
-        "4 x 32 trunk (kibitz-go-policy)": build_go_rank_policy(
+        "4 x 32 trunk (kibitz-go-policy-4x32)": build_go_rank_policy(
             GoRankPolicyConfig(4, 32, HEAD_CHANNELS)
         ),
     }

@@ -1,7 +1,7 @@
 """Two extractions of the same games, compared through the meta-models they train.
 
-A net swapped for another (issue #28: the Go skill levels of ``kibitz-go-policy`` against
-``kibitz-go-policy-g170``) is judged by what it does to rank estimation, not only by its own
+A net swapped for another (issue #28: the Go skill levels of ``kibitz-go-policy-4x32`` against
+``kibitz-go-policy`` on KataGo's trunk) is judged by what it does to rank estimation, not only by its own
 move matching. This script takes two aggregates folders of ``kibitz aggregate`` whose features
 came from two extraction configs, keeps the games and the feature columns both have
 (:mod:`pipeline.meta.paired`), and fits and evaluates Table 2's meta-models on each with the same

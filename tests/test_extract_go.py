@@ -45,7 +45,8 @@ from pipeline.nets.loading import load_net
 GAMES = 2
 PLIES = 40
 KATAGO = "katago-g170-b6c96"
-GO_POLICY = "kibitz-go-policy"
+GO_POLICY = "kibitz-go-policy"  # the preset's skill levels (a rank head on KataGo g170's trunk)
+SMALL_POLICY = "kibitz-go-policy-4x32"  # a rank-conditioned policy cheap enough for many tests
 SSCORE = "kibitz-sscore-go"
 
 
@@ -58,8 +59,8 @@ def _base_config() -> dict:
 
 
 RANK_LEVELS = [
-    {"name": "go-policy-3d", "model": GO_POLICY, "profile": "3d"},
-    {"name": "go-policy-5k", "model": GO_POLICY, "profile": "5k"},
+    {"name": "go-policy-3d", "model": SMALL_POLICY, "profile": "3d"},
+    {"name": "go-policy-5k", "model": SMALL_POLICY, "profile": "5k"},
 ]
 
 
@@ -327,12 +328,12 @@ def test_a_child_move_must_be_legal(long_games):
 
 
 def test_rank_levels_come_from_one_pass_and_match_the_net_at_each_rank(go):
-    assert [k for k in go.step.jobs if k.startswith(GO_POLICY)] == [f"{GO_POLICY}#ranks"]
+    assert [k for k in go.step.jobs if k.startswith(SMALL_POLICY)] == [f"{SMALL_POLICY}#ranks"]
     g0 = go.games.slice(0, 1).to_pylist()[0]
     ply = 15
     pos = encode_games([spec(g0, g0["moves"][: ply + 1])])
     played = int(pos.played_index[ply])
-    net = load_net(GO_POLICY)
+    net = load_net(SMALL_POLICY)
     priors = []
     for level in RANK_LEVELS:
         logits = make_evaluator(net.at_rank(level["profile"]))(
@@ -347,7 +348,7 @@ def test_rank_levels_come_from_one_pass_and_match_the_net_at_each_rank(go):
 
 def test_a_rank_policy_level_needs_a_known_rank():
     raw = _base_config()
-    raw["imitation_nets"].append({"name": "go-policy", "model": GO_POLICY})
+    raw["imitation_nets"].append({"name": "go-policy", "model": SMALL_POLICY})
     with pytest.raises(ConfigError, match="profile: 3d"):
         GoNetStep(config_from_dict(raw))
     raw["imitation_nets"][-1]["profile"] = "12k"
@@ -439,30 +440,6 @@ def test_expected_loss_and_levels_are_config_entries():
         config_from_dict(raw)
 
 
-@pytest.mark.parametrize(
-    ("twin", "base"),
-    [
-        ("bench/extract-go-g170-levels.yaml", None),  # None: the preset
-        ("bench/extract-go-gpu-g170-levels.yaml", "bench/extract-go-gpu.yaml"),
-    ],
-)
-def test_g170_levels_configs_change_only_the_levels(twin, base):
-    """Issue #28's comparison extracts the same columns with the levels of kibitz-go-policy-g170:
-    each twin equals its config but for the levels' model and the levels s-score it leaves out
-    (a head on the 4 × 32 levels, which it would run as passes of their own)."""
-    repo = Path(__file__).resolve().parents[1]
-    new = load_config(repo / twin)
-    old = preset("go") if base is None else load_config(repo / base)
-    assert new.imitation_nets == [
-        replace(n, model="kibitz-go-policy-g170") if n.model == GO_POLICY else n
-        for n in old.imitation_nets
-    ]
-    assert [n.model for n in old.strength_nets] == ["kibitz-sscore-go", "kibitz-sscore-go-levels"]
-    assert [n.model for n in new.strength_nets] == ["kibitz-sscore-go"]
-    rest = {"imitation_nets": old.imitation_nets, "strength_nets": old.strength_nets}
-    assert replace(new, **rest) == old
-
-
 def test_precision_is_a_config_entry_that_changes_the_hash():
     """BF16 features are other values than FP32 ones (a few hundredths of a nat, bench/
     bench_cpu_precision.py), so a run at another precision is another config."""
@@ -473,3 +450,17 @@ def test_precision_is_a_config_entry_that_changes_the_hash():
     raw["precision"] = "int8"
     with pytest.raises(ConfigError, match="precision must be one of"):
         config_from_dict(raw)
+
+
+def test_the_4x32_levels_config_changes_only_the_levels():
+    """Issue #28's comparison, the old side: the preset with the levels of the 4 × 32 net that
+    was the default before, so the columns keep their names; it leaves out the levels s-score,
+    a head on the preset's levels, which it would run as passes of their own."""
+    old = load_config(Path(__file__).resolve().parents[1] / "bench/extract-go-4x32-levels.yaml")
+    new = preset("go")
+    assert old.imitation_nets == [
+        replace(n, model=SMALL_POLICY) if n.model == GO_POLICY else n for n in new.imitation_nets
+    ]
+    assert [n.model for n in new.strength_nets] == ["kibitz-sscore-go", "kibitz-sscore-go-levels"]
+    assert [n.model for n in old.strength_nets] == ["kibitz-sscore-go"]
+    assert replace(old, imitation_nets=new.imitation_nets, strength_nets=new.strength_nets) == new

@@ -51,6 +51,7 @@ from pipeline.train.sscore_batches import build_pool
 
 KATAGO = "katago-g170-b6c96"
 CANDIDATING = "go/fox-selected/candidating"
+SMALL_POLICY = "kibitz-go-policy-4x32"  # the 4 × 32 net trained from scratch: cheap on a CPU
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +95,7 @@ def test_katago_trunk_computes_what_the_registered_net_computes(katago, pool):
     top1 = policy.masked_fill(~mask, -np.inf).argmax(dim=1).numpy()
     assert 7 <= int((top1 == pool.played[rows]).sum()) <= 14
     with pytest.raises(TrunkError, match="must come from a KataGo net"):
-        policy_on_katago_trunk(load_net("kibitz-go-policy"), head_channels=8)
+        policy_on_katago_trunk(load_net(SMALL_POLICY), head_channels=8)
 
 
 def test_frozen_trunk_trains_the_head_only_and_the_loss_falls(katago, pool):
@@ -254,7 +255,7 @@ def test_models_check_scores_a_rank_conditioned_policy_at_the_own_rank(capsys):
     moves = sum(len(re.findall(r";[BW]\[", line)) for line in text.splitlines())
     assert re.findall(r"BR\[(\w+)\]", text) == ["3k", "5k"] == re.findall(r"WR\[(\w+)\]", text)
     path = settings.data_dir() / CANDIDATING / "3-5k.sgf"
-    result = check_net("kibitz-go-policy", path, max_games=2, komi=6.5, profile="9d")
+    result = check_net(SMALL_POLICY, path, max_games=2, komi=6.5, profile="9d")
     assert (result.games, result.positions, result.unranked_positions) == (2, moves, 0)
     (row,) = result.rows
     assert (row.band, row.games, row.positions) == ("3-5k", 2, moves)
@@ -265,7 +266,7 @@ def test_models_check_scores_a_rank_conditioned_policy_at_the_own_rank(capsys):
     assert len(pool) == moves
     rows = np.arange(len(pool))
     with torch.inference_mode():
-        logits = load_net("kibitz-go-policy")(*_inputs(pool, rows))  # (N, 19, 362)
+        logits = load_net(SMALL_POLICY)(*_inputs(pool, rows))  # (N, 19, 362)
     mask = legal_mask(pool.legal_offsets, pool.legal_index, rows, go_spec.POLICY_SIZE)
     logp = masked_log_softmax(logits, mask[:, None]).numpy()  # (N, 19, 362)
     played = logp[rows, :, pool.played]  # (N, 19)
@@ -281,9 +282,9 @@ def test_models_check_scores_a_rank_conditioned_policy_at_the_own_rank(capsys):
     assert best_loglik >= row.mean_loglik - 1e-9
     # Two own ranks: the own-rank figure is neither rank's alone.
     assert row.mean_loglik not in {row.conditioned_loglik[rank_index(r)] for r in ("3k", "5k")}
-    # The shipped 4 × 32 policy finds about 4 in 10 human moves at the mover's rank.
+    # The 4 × 32 policy finds about 4 in 10 human moves at the mover's rank.
     assert 0.3 < row.accuracy < 0.6 and -3.0 < row.mean_loglik < -1.5
-    argv = ["models", "check", "kibitz-go-policy", "--sgf", str(path), "--max-games", "1",
+    argv = ["models", "check", SMALL_POLICY, "--sgf", str(path), "--max-games", "1",
             "--profile", "9d"]  # fmt: skip
     assert main(argv) == 0
     shown = capsys.readouterr().out
@@ -294,7 +295,7 @@ def test_models_check_scores_a_rank_conditioned_policy_at_the_own_rank(capsys):
         assert re.search(line.format(band), shown, re.MULTILINE), shown
     # A profile must be a rank of the net, and means nothing to a net without a rank input.
     with pytest.raises(UnknownRankError, match="'pro'"):
-        check_net("kibitz-go-policy", path, max_games=1, profile="pro")
+        check_net(SMALL_POLICY, path, max_games=1, profile="pro")
     with pytest.raises(ProfileError, match="has no rank input"):
         check_net(KATAGO, path, max_games=1, profile="3d")
 

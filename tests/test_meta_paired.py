@@ -1,7 +1,8 @@
 """Two extractions of the same games compared through their meta-models (pipeline/meta/paired.py,
 bench/meta_compare.py): the pairing on real aggregates, and #28's measured finding that the Go
-skill levels of `kibitz-go-policy-g170` raise rank-group accuracy over the 4 × 32 levels on the
-games the shipped `kibitz-meta-go` was fitted on (bench/aggregates/go-g170-levels)."""
+skill levels of the g170-trunk `kibitz-go-policy` raise rank-group accuracy over those of the
+4 × 32 net it replaced (`kibitz-go-policy-4x32`), on the same 2,890 games extracted with each
+(bench/aggregates/go-4x32-levels, go-g170-levels: both FP32)."""
 
 from __future__ import annotations
 
@@ -15,13 +16,9 @@ import pytest
 from pipeline.meta.aggregate import INSTANCES, load_mart
 from pipeline.meta.model import MetaConfig, MetaDataError
 from pipeline.meta.paired import paired_instances, rank_group_accuracy
-from pipeline.meta.registered import resolve_meta_models
 
-G170_LEVELS = Path(__file__).resolve().parents[1] / "bench" / "aggregates" / "go-g170-levels"
-
-
-def shipped_go() -> Path:
-    return resolve_meta_models(None, "go").aggregates_dir
+AGGREGATES = Path(__file__).resolve().parents[1] / "bench" / "aggregates"
+G4X32_LEVELS, G170_LEVELS = AGGREGATES / "go-4x32-levels", AGGREGATES / "go-g170-levels"
 
 
 def write_aggregates(folder: Path, instances: pa.Table, rank_groups: pa.Table) -> Path:
@@ -35,14 +32,14 @@ def test_pairing_aligns_games_rows_and_columns(tmp_path):
     """A second folder holding a third of the instances at random (some games with one colour
     only), in another order and with one strength net fewer, pairs with the first on exactly
     those instances, row for row, on the columns both have."""
-    shipped = shipped_go()
-    instances, groups = load_mart(shipped, INSTANCES), load_mart(shipped, "rank_groups")
+    first = G4X32_LEVELS
+    instances, groups = load_mart(first, INSTANCES), load_mart(first, "rank_groups")
     rng = np.random.default_rng(0)
     rows = rng.permutation(instances.num_rows)[: instances.num_rows // 3]
     dropped = [c for c in instances.column_names if c.startswith("sscore_kibitz_sscore_go_levels")]
     other = instances.take(pa.array(rows)).drop_columns(dropped)
     second = write_aggregates(tmp_path / "second", other, groups)
-    one, two = paired_instances(shipped, second, game="go")
+    one, two = paired_instances(first, second, game="go")
     assert len(one.group) == other.num_rows  # every instance of the subset, no other
     assert set(one.game_id.tolist()) == set(other["game_id"].to_pylist())
     assert np.array_equal(one.game_id, two.game_id) and np.array_equal(one.group, two.group)
@@ -53,8 +50,8 @@ def test_pairing_aligns_games_rows_and_columns(tmp_path):
 
 
 def test_pairing_refuses_games_with_other_rank_groups(tmp_path):
-    shipped = shipped_go()
-    instances, groups = load_mart(shipped, INSTANCES), load_mart(shipped, "rank_groups")
+    first = G4X32_LEVELS
+    instances, groups = load_mart(first, INSTANCES), load_mart(first, "rank_groups")
     names = groups.sort_by("group_index")["rank_group"].to_pylist()
     moved = pa.array([names[(names.index(g) + 1) % len(names)]
                       for g in instances["rank_group"].to_pylist()])  # fmt: skip
@@ -63,14 +60,15 @@ def test_pairing_refuses_games_with_other_rank_groups(tmp_path):
         tmp_path / "moved", instances.set_column(column, "rank_group", moved), groups
     )
     with pytest.raises(MetaDataError, match="disagree on the rank groups"):
-        paired_instances(shipped, second, game="go")
+        paired_instances(first, second, game="go")
 
 
 def test_g170_levels_raise_go_accuracy_on_the_same_games():
-    """#28 item 4 (docs/train.md, "What it does to the meta-model"): on the shipped model's games
-    re-extracted with kibitz-go-policy-g170's levels, priors and loss alone gain 8.4 points at
-    n = 20 and the full set 2.3; the set that reads no level column (no_prior) does not move."""
-    pair = paired_instances(shipped_go(), G170_LEVELS, game="go", sscore_nets=("kibitz-sscore-go",))
+    """#28 item 4 (docs/train.md, "What it does to the meta-model"): on the games the 4 × 32
+    levels' meta-model was fitted on, re-extracted with the g170-trunk levels, priors and loss
+    alone gain 8.4 points at n = 20 and the full set 2.3; the set that reads no level column
+    (no_prior) does not move."""
+    pair = paired_instances(G4X32_LEVELS, G170_LEVELS, game="go", sscore_nets=("kibitz-sscore-go",))
     assert len(pair[0].group) == 5_780 and len(pair[0].columns) == 66
     config = MetaConfig(ns=(20,), feature_sets=("full", "no_sscore", "no_prior"))
     old, new = (

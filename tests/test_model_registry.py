@@ -108,6 +108,28 @@ def test_user_registry_adds_entries_and_is_validated(tmp_path: Path) -> None:
         model_registry.list_models(models_dir=tmp_path)
 
 
+def test_a_names_history_outlives_a_new_registration_and_is_in_the_card(tmp_path: Path) -> None:
+    """A default replaced under its name keeps the name's past: ``write_entry`` carries the
+    old entry's ``history`` over, and the model's card prints it with the name it was trained
+    under (the shipped Go policy, trained as kibitz-go-policy-g170)."""
+    from pipeline.train.model_cards import render_card
+
+    old = {**user_entry("net-a", "a.pb.gz", "ab" * 32), "history": ["Was a 4 × 32 net."]}
+    write_user_registry(tmp_path, [old])
+    model_registry.write_entry(tmp_path, user_entry("net-a", "b.pb.gz", "cd" * 32))
+    (entry,) = [e for e in model_registry.list_models(models_dir=tmp_path) if e.name == "net-a"]
+    assert (entry.sha256, entry.history) == ("cd" * 32, ("Was a 4 × 32 net.",))
+    write_user_registry(tmp_path, [{**old, "history": "not a list"}])
+    with pytest.raises(RegistryFileError, match="history must be a list of strings"):
+        model_registry.list_models(models_dir=tmp_path)
+    folder = model_registry.resolve("kibitz-go-policy").file.parent
+    header = yaml.safe_load((folder / "model.yaml").read_text(encoding="utf-8"))
+    card = render_card(header, "kibitz-go-policy")
+    history = card[card.index("## History") :]
+    assert "Registered as `kibitz-go-policy-g170` by the command above" in history
+    assert "`kibitz-go-policy-4x32`" in history
+
+
 def test_load_net_by_name_and_path() -> None:
     net = load_net("maia-1300")
     assert isinstance(net, Lc0Net) and net.output_names == ("policy", "wdl")

@@ -20,6 +20,7 @@ from pipeline.meta.audit import audit_held_out_players
 from pipeline.meta.model_card import render_card
 from pipeline.meta.registered import default_name, resolve_meta_models
 from pipeline.meta.train import load_meta_models
+from pipeline.nets import registry as model_registry
 
 GAMES = ("chess", "go")
 # A player of the candidating splits (never in the testing split the models were fitted on)
@@ -170,3 +171,19 @@ def test_go_intervals_for_one_player_are_calibrated_on_the_by_player_set():
     many = table.filter(pc.greater_equal(table["games"], 15))
     rate = float(np.mean(many["flagged"].to_numpy(zero_copy_only=False)))
     assert many.num_rows >= 100 and rate <= alpha + 0.04
+
+
+def test_go_model_reads_the_g170_levels_and_keeps_the_old_ones_history():
+    """#28 item 3: the Go default is fitted on features of today's `kibitz-go-policy` (KataGo
+    g170's trunk) and its levels head, extracted at BF16; the registry keeps what the name
+    stood for before, and the card closes with it (where the old figures can be found)."""
+    models = resolve_meta_models(None, "go")
+    record = models.manifest["features_config"]
+    for name in ("kibitz-go-policy", "kibitz-sscore-go-levels"):
+        assert record["nets"][name] == model_registry.resolve(name).sha256
+    assert record["config"]["precision"] == "bf16"
+    card = (models.root / "MODEL_CARD.md").read_text()
+    history = card[card.index("## History") :]
+    assert "`kibitz-go-policy-4x32`" in history and "bench/aggregates/go-4x32-levels" in history
+    chess = resolve_meta_models(None, "chess").root / "MODEL_CARD.md"
+    assert "## History" not in chess.read_text()  # a name with no past has no such section

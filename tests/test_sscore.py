@@ -188,10 +188,9 @@ def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(na
         ("kibitz-sscore-chess", "sscore"),
         ("kibitz-sscore-go", "sscore"),
         ("kibitz-go-policy", "policy"),
-        ("kibitz-go-policy-g170", "policy"),
+        ("kibitz-go-policy-4x32", "policy"),
         ("kibitz-sscore-chess-levels", "sscore-levels"),
         ("kibitz-sscore-go-levels", "sscore-levels"),
-        ("kibitz-sscore-go-levels-g170", "sscore-levels"),
     ],
 )
 def test_shipped_model_cards_are_rendered_from_the_headers(name, kind):

@@ -56,7 +56,7 @@ fi
 # Kibitz's requirements that the image lacks, in three packs: Ray, the rest of what ingest,
 # extract and aggregate run, and what training adds (MLflow, LightGBM). Ray has a pack of its
 # own because Ray and the rest together (33.8 MiB) no longer fit one call beside the working
-# tree (35.4 MiB since kibitz-go-policy-g170). Ray comes without its dashboard extras: a local
+# tree (35.4 MiB since the Go policy on KataGo's trunk). Ray comes without its dashboard extras: a local
 # or cluster Ray runs without them.
 requirements() {  # $1: ray | run | train
     python3 - "$1" infra/gpu/image-packages.txt <<'EOF_PY'

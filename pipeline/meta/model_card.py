@@ -22,6 +22,7 @@ import pyarrow as pa
 from pipeline.meta.intervals import strength_markdown
 from pipeline.meta.report import markdown_table
 from pipeline.meta.train import MANIFEST_FILE
+from pipeline.nets.registry import history_of
 
 CARD_FILE = "MODEL_CARD.md"
 # Kuboki et al. (2025), Table 2 (rank-group sampling, n = 20, the full feature set) and the
@@ -151,8 +152,10 @@ def _player_set(manifest: dict) -> str:
     )
 
 
-def render_card(manifest: dict[str, Any]) -> str:
-    """The card's Markdown for a manifest of ``kibitz train meta`` (shipped or not)."""
+def render_card(manifest: dict[str, Any], *, models_dir: Path | None = None) -> str:
+    """The card's Markdown for a manifest of ``kibitz train meta`` (shipped or not); a registered
+    name's past (the registry's ``history`` in ``models_dir``) closes it, so that the figures of
+    a replaced default stay findable."""
     name = manifest.get("name", "meta-models")
     game = manifest["game"]
     groups = manifest["rank_groups"]
@@ -220,6 +223,9 @@ def render_card(manifest: dict[str, Any]) -> str:
         f"The meta-models: Apache-2.0 (Kibitz). The features they read are outputs of: {_licences(manifest)}.",
         "",
     ]
+    history = history_of(name, models_dir=models_dir) if "name" in manifest else ()
+    if history:
+        lines += ["## History", "", *[f"- {line}" for line in history], ""]
     return "\n".join(lines)
 
 

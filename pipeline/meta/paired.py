@@ -1,7 +1,7 @@
 """Two extractions of the same games as paired instance data, to compare what each net gives.
 
-A net swapped for another (the Go skill levels of ``kibitz-go-policy`` against
-``kibitz-go-policy-g170``) is judged by what it does to rank estimation. Two meta-models trained
+A net swapped for another (the Go skill levels of ``kibitz-go-policy-4x32`` against
+``kibitz-go-policy`` on KataGo's trunk) is judged by what it does to rank estimation. Two meta-models trained
 on two extractions measure only the features' difference when everything else is the same: the
 games, the feature columns other than the swapped net's, the split and the seeded samples. The
 samples are drawn by row (:mod:`pipeline.meta.samples`), so the two instance tables must hold the

@@ -121,7 +121,9 @@ def register_meta_models(
     )
     manifest_path = target / MANIFEST_FILE
     manifest_path.write_text(json.dumps(manifest, indent=1))
-    (target / CARD_FILE).write_text(render_card(manifest), encoding="utf-8")
+    (target / CARD_FILE).write_text(
+        render_card(manifest, models_dir=Path(models_root)), encoding="utf-8"
+    )
     game = manifest["game"]
     write_entry(
         models_root,

@@ -82,6 +82,9 @@ class ModelEntry:
     license: str = ""
     description: str = ""
     source: str = "built-in"  # which registry file defined it
+    # What the name stood for before (a renamed or replaced default), oldest first: the name
+    # is the registry's, so its past is kept here and printed in the model's card.
+    history: tuple[str, ...] = ()
 
     @property
     def file(self) -> Path:
@@ -126,9 +129,18 @@ def _read_registry(path: Path, *, models_dir: Path, source: str) -> list[ModelEn
                 license=str(item.get("license", "")),
                 description=str(item.get("description", "")),
                 source=source,
+                history=_history(item, path, i),
             )
         )
     return entries
+
+
+def _history(item: dict[str, Any], path: Path, i: int) -> tuple[str, ...]:
+    """An entry's optional ``history``: a list of strings."""
+    history = item.get("history") or []
+    if not isinstance(history, list) or not all(isinstance(line, str) for line in history):
+        raise RegistryFileError(f"{str(path)!r}: models[{i}] history must be a list of strings")
+    return tuple(history)
 
 
 def list_models(*, models_dir: Path | None = None) -> list[ModelEntry]:
@@ -152,16 +164,21 @@ def write_entry(models_root: Path, entry: dict[str, Any]) -> Path:
     """Add (or replace, by name) one entry of ``models_root/registry.yaml``; entries sorted by name.
 
     How ``kibitz train … --register NAME`` ships a model: the folder ``models_root/NAME/`` holds
-    the files, this entry names the one to verify.
+    the files, this entry names the one to verify. A replaced entry's ``history`` is kept: a
+    retrained model takes the name, not the name's past.
     """
     registry = Path(models_root) / USER_REGISTRY_NAME
     doc = yaml.safe_load(registry.read_text(encoding="utf-8")) if registry.is_file() else None
+    old = [e for e in (doc or {}).get("models", []) if e.get("name") == entry["name"]]
     entries = [e for e in (doc or {}).get("models", []) if e.get("name") != entry["name"]]
+    if old and old[0].get("history") and "history" not in entry:
+        entry = {**entry, "history": old[0]["history"]}
     entries.append(entry)
     entries.sort(key=lambda e: e["name"])
     text = "# Kibitz's own trained models (kibitz train … --register NAME); see docs/train.md.\n"
     registry.write_text(
-        text + yaml.safe_dump({"models": entries}, sort_keys=False), encoding="utf-8"
+        text + yaml.safe_dump({"models": entries}, sort_keys=False, allow_unicode=True),
+        encoding="utf-8",
     )
     return registry
 
@@ -211,6 +228,15 @@ def find_entry(name: str, *, models_dir: Path | None = None) -> ModelEntry:
             return entry
     known = ", ".join(e.name for e in entries)
     raise ModelNotFoundError(f"no model named {name!r} in the registry (known: {known})")
+
+
+def history_of(name: str, *, models_dir: Path | None = None) -> tuple[str, ...]:
+    """What the registry keeps of ``name``'s past (a default replaced under its name), oldest
+    first; nothing for a name it does not know (a model not registered yet)."""
+    try:
+        return find_entry(name, models_dir=models_dir).history
+    except ModelNotFoundError:
+        return ()
 
 
 def resolve(name: str, *, models_dir: Path | None = None) -> ModelEntry:

@@ -413,14 +413,50 @@ def model_licence(header: dict[str, Any]) -> str:
 
 
 def render_card(header: dict[str, Any], name: str) -> str:
-    """The card of a model of either format."""
-    if header["format"] == SSCORE_FORMAT:
-        return sscore_card(header, name)
-    if header["format"] == GO_POLICY_FORMAT:
-        return go_policy_card(header, name)
-    if header["format"] == LEVELS_FORMAT:
-        return levels_card(header, name)
-    raise ValueError(f"no model card for format {header['format']!r}")
+    """The card of a model of either format, with the history of its name."""
+    cards = {
+        SSCORE_FORMAT: sscore_card,
+        GO_POLICY_FORMAT: go_policy_card,
+        LEVELS_FORMAT: levels_card,
+    }
+    if header["format"] not in cards:
+        raise ValueError(f"no model card for format {header['format']!r}")
+    return cards[header["format"]](header, name) + _names(header, name)
+
+
+def _registered_as(header: dict[str, Any]) -> str | None:
+    """The name the training command registered the model under (``--register NAME``)."""
+    for command in reversed(header["train"].get("commands") or []):
+        words = shlex.split(command)
+        if "--register" in words[:-1]:
+            return words[words.index("--register") + 1]
+    return None
+
+
+def _names(header: dict[str, Any], name: str) -> str:
+    """A "History" section when the model was trained under another name or the registry keeps
+    a past for ``name`` (a default replaced by a better model): readers of the commands above,
+    or of an older run's records, otherwise meet names that no longer resolve."""
+    from pipeline.nets.registry import history_of
+
+    lines = []
+    renamed = header.get("renamed")
+    if renamed:  # the header's own references were renamed too: the file changed, not the weights
+        nets = ", ".join(f"`{old}` → `{new}`" for old, new in renamed["nets"].items())
+        lines.append(
+            f"- Trained and registered as `{renamed['from']}`; the names of the nets this file "
+            f"refers to were changed to their present registry names ({nets}), with the weights "
+            f"unchanged, and it ships as `{name}`."
+        )
+    else:
+        registered = _registered_as(header)
+        if registered and registered != name:
+            lines.append(
+                f"- Registered as `{registered}` by the command above; the same file (the "
+                f"registry's sha256) ships as `{name}`."
+            )
+    lines += [f"- {line}" for line in history_of(name)]
+    return "\n" + "\n".join(["## History", "", *lines, ""]) if lines else ""
 
 
 def write_card(folder: Path, name: str | None = None) -> Path:
