@@ -136,6 +136,8 @@ def bench(game: str, args: argparse.Namespace, work: Path) -> dict:
         "wall_s": run["wall_s"],
         "positions_per_s": run["positions_per_s"],
         "stage_s": run["stage_s"],
+        "steady_positions_per_s": run["steady_positions_per_s"],
+        "first_result_s": run["first_result_s"],
         "net_share_of_net_stage": run["net_share_of_net_stage"],
         "net_stage_positions_per_s": round(nets_stage_rate, 1),
         "baseline_net_stage_positions_per_s": round(base, 1),

@@ -41,6 +41,7 @@ from pipeline.jobs.extract import (
     CRASH_AFTER_ENV,
     ConfigMismatchError,
     PartError,
+    RunStats,
     SkipDoneError,
     check_output_config,
     net_hashes,
@@ -359,3 +360,20 @@ def test_a_resume_with_other_net_weights_is_refused(tmp_path, caplog):
     (tmp_path / CONFIG_FILE).write_text(yaml.safe_dump(record))
     check_output_config(tmp_path, cfg, retrained)
     assert "records no net sha256" in caplog.text
+
+
+def test_steady_rate_leaves_out_the_start_up():
+    """Parts of 100, 300 and 200 positions arriving at 10 s, 12 s and 14 s: the first result
+    carries the start-up (Ray, actors, nets), so the steady rate is (300 + 200) / (14 - 10)."""
+    from pipeline.extract.steps import PartResult
+
+    stats = RunStats()
+    empty = pa.table({})
+    assert stats.steady_positions_per_s() is None
+    for positions, at_s in ((100, 10.0), (300, 12.0), (200, 14.0)):
+        stats.add(PartResult(empty, empty, positions), at_s)
+        if at_s == 10.0:
+            assert stats.steady_positions_per_s() is None  # one result: no interval yet
+    assert stats.positions == 600
+    assert stats.first_s == 10.0
+    assert stats.steady_positions_per_s() == 125.0

@@ -359,13 +359,27 @@ class RunStats:
     net_s: float = 0.0
     retries: int = 0
     quarantined: list[dict[str, Any]] = field(default_factory=list)
+    # Seconds from the run's start to its first and last part result, and the positions of the
+    # first: the steady rate between them leaves out Ray's, the actors' and the nets' start-up.
+    first_s: float | None = None
+    first_positions: int = 0
+    last_s: float = 0.0
 
-    def add(self, result: PartResult) -> None:
+    def add(self, result: PartResult, at_s: float) -> None:
         self.positions += result.positions
         self.searches += result.searches
         self.net_s += result.net_s
         for stage, seconds in result.stage_s.items():
             self.stage_s[stage] = self.stage_s.get(stage, 0.0) + seconds
+        if self.first_s is None:
+            self.first_s, self.first_positions = at_s, self.positions
+        self.last_s = at_s
+
+    def steady_positions_per_s(self) -> float | None:
+        """Positions/s after the first part result: start-up excluded (None before two)."""
+        if self.first_s is None or self.last_s <= self.first_s:
+            return None
+        return (self.positions - self.first_positions) / (self.last_s - self.first_s)
 
 
 def run_extract(
@@ -458,7 +472,7 @@ def run_extract(
                     state.quarantined.append(quarantine_rows(games, part, {0: reason}, error_type))
             else:
                 state.results[part] = result
-                stats.add(result)
+                stats.add(result, time.perf_counter() - started)
                 progress.update(part.stop - part.start)
                 progress.set_postfix(
                     pos_s=f"{stats.positions / (time.perf_counter() - started):.0f}"
@@ -499,6 +513,7 @@ def build_summary(
     planned = {c.chunk_id for c in chunks}
     committed = [m for cid, m in markers.items() if cid in planned]
     nets_s = stats.stage_s.get("nets", 0.0)
+    steady = stats.steady_positions_per_s()
     return {
         "game": config.game,
         "games_dir": str(games_root),
@@ -513,6 +528,8 @@ def build_summary(
             "positions": stats.positions,
             "wall_s": round(wall_s, 3),
             "positions_per_s": round(stats.positions / wall_s, 1) if wall_s else None,
+            "first_result_s": None if stats.first_s is None else round(stats.first_s, 3),
+            "steady_positions_per_s": None if steady is None else round(steady, 1),
             "stage_s": {k: round(v, 3) for k, v in sorted(stats.stage_s.items())},
             "net_s": round(stats.net_s, 3),
             "net_share_of_net_stage": round(stats.net_s / nets_s, 3) if nets_s else None,
