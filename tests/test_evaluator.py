@@ -175,3 +175,16 @@ def test_tensorrt_fp16_matches_torch(real_planes: np.ndarray, cache_dir: Path) -
     )
     assert fp32.engine_path != trt_eval.engine_path
     assert np.abs(fp32({"planes": real_planes})["policy"] - expected["policy"]).max() < 1e-2
+
+
+def test_compiled_evaluator_matches_eager_at_every_batch_size(real_planes):
+    """torch.compile (Inductor, one dynamic-shape graph) gives Maia's eager FP32 logits on real
+    positions to float rounding, for full and short batches alike (40 rows in batches of 16:
+    16, 16, 8); on an H100 in FP16 it runs 1.97x eager (bench/bench_gpu_engines.py)."""
+    net = maia(1500)
+    expected = TorchEvaluator(net, max_batch=16)({"planes": real_planes})
+    got = make_evaluator(net, max_batch=16, compile=True)({"planes": real_planes})
+    for name in ("policy", "wdl"):
+        assert np.abs(got[name] - expected[name]).max() < 1e-4
+    with pytest.raises(ValueError, match="compile applies to the torch backend"):
+        make_evaluator(net, backend="onnx", compile=True)

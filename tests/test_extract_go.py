@@ -452,6 +452,21 @@ def test_precision_is_a_config_entry_that_changes_the_hash():
         config_from_dict(raw)
 
 
+def test_compile_changes_the_hash_only_when_on():
+    """Compiled nets fuse other kernels (other roundings), so a compiled run is another config;
+    off, the hash is the one written before the option: the shipped kibitz-meta-go's features
+    (the preset at BF16) stay ce5f217fcc2c8772."""
+    config = preset("go")
+    config.precision = "bf16"
+    assert config.config_hash() == "ce5f217fcc2c8772"
+    config.compile = True
+    assert config.config_hash() != "ce5f217fcc2c8772"
+    raw = _base_config()
+    raw.update(compile=True, backend="onnx")
+    with pytest.raises(ConfigError, match="compile applies to the torch backend"):
+        config_from_dict(raw)
+
+
 def test_the_4x32_levels_config_changes_only_the_levels():
     """Issue #28's comparison, the old side: the preset with the levels of the 4 × 32 net that
     was the default before, so the columns keep their names; it leaves out the levels s-score,

@@ -42,6 +42,8 @@ def _run(args: argparse.Namespace) -> int:
         config.backend = args.backend
     if args.precision:
         config.precision = args.precision
+    if args.compile:
+        config.compile = True
     if args.nodes:
         config.value.nodes = args.nodes
     config.validate()
@@ -96,6 +98,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--precision",
         choices=PRECISIONS,
         help="override the config's number format (bf16: GPUs and CPUs with AMX, docs/extract.md)",
+    )
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the nets (torch backend; ~2x on a GPU, docs/gpu.md)",
     )
     parser.add_argument("--nodes", type=int, help="override Stockfish's node limit")
     parser.add_argument("--max-games", type=int, help="only the first N games (trial runs)")

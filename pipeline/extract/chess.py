@@ -174,6 +174,7 @@ class ChessNetStep:
             _nets_to_load(config, self.levels),
             backend=config.backend,
             precision=config.precision,
+            compile=config.compile,
             batch_size=config.batch_size,
             device=device,
             cache_dir=cache_dir,

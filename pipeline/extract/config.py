@@ -92,6 +92,11 @@ class ExtractConfig:
     backend: str = "torch"  # "torch" | "onnx" (ONNX Runtime) | "tensorrt" (NVIDIA GPUs)
     # "fp16": GPUs; "bf16": GPUs and CPUs with AMX (pipeline.nets.evaluator.runs_natively)
     precision: str = "fp32"
+    # torch backend: run each net through torch.compile (Inductor fuses the bias, activation,
+    # mask and SE arithmetic around the convolutions): 1.97x Maia and 2.49x KataGo b6c96 against
+    # eager FP16 at batch 4096 on an H100 (bench/bench_gpu_engines.py, docs/gpu.md); each actor
+    # compiles once at start-up (seconds per net architecture).
+    compile: bool = False
     # Positions per net call. CPU backends saturate around 256 (larger only costs memory); a GPU
     # needs thousands in flight to be busy.
     batch_sizes: dict[str, int] = field(
@@ -132,6 +137,8 @@ class ExtractConfig:
             raise ConfigError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.compile and self.backend != "torch":
+            raise ConfigError(f"compile applies to the torch backend, not {self.backend!r}")
         if self.backend not in self.batch_sizes or self.batch_sizes[self.backend] < 1:
             raise ConfigError(f"batch_sizes has no positive entry for backend {self.backend!r}")
         if not self.imitation_nets:
@@ -177,6 +184,8 @@ class ExtractConfig:
         for key in self.SCHEDULING_ONLY:
             d.pop(key)
         d["value"].pop("engines")
+        if not d["compile"]:  # off adds nothing: configs written before the option keep their hash
+            d.pop("compile")
         d["batch_size"] = d.pop("batch_sizes")[self.backend]
         blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.blake2b(blob, digest_size=8).hexdigest()

@@ -177,6 +177,7 @@ class GoNetStep:
             models,
             backend=config.backend,
             precision=config.precision,
+            compile=config.compile,
             batch_size=config.batch_size,
             device=device,
             cache_dir=cache_dir,

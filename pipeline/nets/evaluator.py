@@ -102,6 +102,7 @@ class TorchEvaluator:
         precision: str = "fp32",
         max_batch: int = 1024,
         num_threads: int | None = None,
+        compile: bool = False,
     ) -> None:
         if device.startswith("cuda") and not torch.cuda.is_available():
             raise BackendUnavailableError(f"device {device!r} requested but CUDA is not available")
@@ -119,6 +120,8 @@ class TorchEvaluator:
         self.net = net.eval().to(
             device=self.device, dtype=self.dtype, memory_format=torch.channels_last
         )
+        # dynamic: one compiled graph for every batch size (the last batch of a part is short)
+        self.forward = torch.compile(self.net, dynamic=True) if compile else self.net
         self.input_names = tuple(net.input_names)
         self.output_names = tuple(net.output_names)
         self.max_batch = max_batch
@@ -131,7 +134,7 @@ class TorchEvaluator:
             for name in self.input_names
         ]
         with torch.inference_mode():
-            results = self.net(*tensors)
+            results = self.forward(*tensors)
         if isinstance(results, torch.Tensor):  # a one-output net returns its tensor bare
             results = (results,)
         return dict(zip(self.output_names, results, strict=True))
@@ -211,9 +214,13 @@ def make_evaluator(
     cache_dir: Path | None = None,
     max_batch: int = 1024,
     num_threads: int | None = None,
+    compile: bool = False,
 ) -> Evaluator:
     """Build the evaluator for ``backend`` ("torch", "onnx" or "tensorrt").
 
+    ``compile`` (torch only) runs the net through ``torch.compile``: Inductor fuses the bias,
+    activation, mask and SE arithmetic around cuDNN's convolutions (about 2x on a GPU,
+    docs/gpu.md), at a compile of seconds per net architecture when the evaluator starts.
     ``cache_dir`` holds ONNX exports and TensorRT engines (default
     ``$KIBITZ_HOME/cache``); ``max_batch`` bounds each backend call and is the top of the
     TensorRT optimisation profile.
@@ -224,9 +231,16 @@ def make_evaluator(
         raise ValueError(f"unknown precision {precision!r}, expected one of {PRECISIONS!r}")
     if max_batch < 1:
         raise ValueError(f"max_batch must be positive, got {max_batch!r}")
+    if compile and backend != "torch":
+        raise ValueError(f"compile applies to the torch backend, not {backend!r}")
     if backend == "torch":
         return TorchEvaluator(
-            net, device=device, precision=precision, max_batch=max_batch, num_threads=num_threads
+            net,
+            device=device,
+            precision=precision,
+            max_batch=max_batch,
+            num_threads=num_threads,
+            compile=compile,
         )
     if backend == "onnx":
         return OnnxEvaluator(

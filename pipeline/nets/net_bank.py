@@ -124,6 +124,7 @@ class NetBank:
         backend: str,
         precision: str,
         batch_size: int,
+        compile: bool = False,  # torch backend: torch.compile each net (ExtractConfig.compile)
         device: str | None = None,
         cache_dir: Path | None = None,
         threads: int | None = None,  # CPU: torch threads; None or 0: torch's default
@@ -152,6 +153,7 @@ class NetBank:
                 backend=backend,
                 device=self.device,
                 precision=precision,
+                compile=compile,
                 cache_dir=cache_dir,
                 max_batch=batch_size,
                 num_threads=(threads or None) if self.device == "cpu" else None,
