@@ -102,7 +102,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--compile",
         action="store_true",
-        help="torch.compile the nets (torch backend; ~2x on a GPU, docs/gpu.md)",
+        help="torch.compile the nets (torch backend; 1.5-2.5x the nets on a GPU, docs/gpu.md)",
     )
     parser.add_argument("--nodes", type=int, help="override Stockfish's node limit")
     parser.add_argument("--max-games", type=int, help="only the first N games (trial runs)")

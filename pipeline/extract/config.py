@@ -93,9 +93,9 @@ class ExtractConfig:
     # "fp16": GPUs; "bf16": GPUs and CPUs with AMX (pipeline.nets.evaluator.runs_natively)
     precision: str = "fp32"
     # torch backend: run each net through torch.compile (Inductor fuses the bias, activation,
-    # mask and SE arithmetic around the convolutions): 1.97x Maia and 2.49x KataGo b6c96 against
-    # eager FP16 at batch 4096 on an H100 (bench/bench_gpu_engines.py, docs/gpu.md); each actor
-    # compiles once at start-up (seconds per net architecture).
+    # mask and SE arithmetic around the convolutions): 1.47x Maia and 2.49x KataGo b6c96 against
+    # eager FP16 at batch 4096 on an H100 (bench/bench_gpu_engines.py), 1.12x the chess
+    # value-net extraction's steady rate (docs/gpu.md); each actor compiles at start-up (~10 s).
     compile: bool = False
     # Positions per net call. CPU backends saturate around 256 (larger only costs memory); a GPU
     # needs thousands in flight to be busy.
