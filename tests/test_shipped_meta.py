@@ -185,5 +185,7 @@ def test_go_model_reads_the_g170_levels_and_keeps_the_old_ones_history():
     card = (models.root / "MODEL_CARD.md").read_text()
     history = card[card.index("## History") :]
     assert "`kibitz-go-policy-4x32`" in history and "bench/aggregates/go-4x32-levels" in history
+    licence = card[card.index("## Licence") : card.index("## History")]
+    assert "except `kibitz-go-policy`: Apache-2.0 (rank head); trunk weights: KataGo" in licence
     chess = resolve_meta_models(None, "chess").root / "MODEL_CARD.md"
     assert "## History" not in chess.read_text()  # a name with no past has no such section

@@ -22,7 +22,7 @@ import pyarrow as pa
 from pipeline.meta.intervals import strength_markdown
 from pipeline.meta.report import markdown_table
 from pipeline.meta.train import MANIFEST_FILE
-from pipeline.nets.registry import history_of
+from pipeline.nets.registry import ModelNotFoundError, history_of, resolve
 
 CARD_FILE = "MODEL_CARD.md"
 # Kuboki et al. (2025), Table 2 (rank-group sampling, n = 20, the full feature set) and the
@@ -119,7 +119,18 @@ def _licences(manifest: dict[str, Any]) -> str:
     if (config.get("value") or {}).get("model"):
         models.add(str(config["value"]["model"]))
     found = [text for key, text in NET_LICENCES.items() if any(key in m for m in models)]
-    return "; ".join(found) if found else "see the nets' own entries in `kibitz models list`"
+    # A Kibitz net built on another project's weights carries their licence too (registry entry)
+    others = []
+    for name in sorted(m for m in models if m.startswith("kibitz")):
+        try:
+            licence = resolve(name).license
+        except ModelNotFoundError:  # a net no longer registered: the generic line stands
+            continue
+        if licence and licence != "Apache-2.0":
+            others.append(f"`{name}`: {licence}")
+    if not found:
+        return "see the nets' own entries in `kibitz models list`"
+    return "; ".join(found) + "".join(f", except {o}" for o in others)
 
 
 def _refit_options(manifest: dict) -> str:
