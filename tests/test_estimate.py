@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
@@ -13,9 +14,9 @@ import torch
 
 from pipeline.cli.main import main
 from pipeline.core import settings
-from pipeline.extract.config import config_from_dict
+from pipeline.extract.config import CPU_BATCH, config_from_dict, load_config
 from pipeline.ingest.pgn import plan_chunks, read_chunk
-from pipeline.jobs.estimate import extract_in_process, write_features
+from pipeline.jobs.estimate import extract_in_process, extraction_config, write_features
 from pipeline.meta.aggregate import run_aggregate
 
 SPLIT = settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "candidating"
@@ -164,3 +165,17 @@ def test_a_model_fitted_on_gpu_features_estimates_at_fp32_on_a_cpu(trained: Path
     assert "nets run at fp32 here; the model's features were extracted at fp16" in (
         capsys.readouterr().out
     )
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU keeps the GPU batch")
+def test_a_gpu_config_estimates_in_cpu_batches():
+    """The shipped Go model's features came from a GPU config (batches of 4,096); on a CPU a
+    player's games are extracted in batches of CPU_BATCH: one Go player's 21 games took 6.1 GB
+    at 4,096 and 1.3 GB at 256, with the same estimate (docs/meta.md)."""
+    config = load_config(Path(__file__).resolve().parents[1] / "bench/extract-go-gpu.yaml")
+    models = SimpleNamespace(
+        manifest={"game": "go", "features_config": {"config": config.to_dict()}}
+    )
+    got = extraction_config(models, None, None)
+    assert config.batch_size == 4096 and got.batch_size == CPU_BATCH == 256
+    assert got.imitation_nets == config.imitation_nets and got.precision == "fp32"

@@ -80,6 +80,12 @@ class ExpectedLossConfig:
     max_moves: int = 5  # … but never more than this many (each costs one evaluation)
 
 
+# Positions per net call where the nets run on CPUs: they saturate about here, and more only
+# costs memory (estimating one Go player of 21 games with a GPU config's batch of 4,096 peaked
+# at 6.1 GB and took 76 s; at 256, 1.3 GB and 43 s, the same estimate: docs/meta.md).
+CPU_BATCH = 256
+
+
 @dataclass
 class ExtractConfig:
     """Everything that decides what ``kibitz extract`` computes and how it schedules it."""
@@ -97,10 +103,10 @@ class ExtractConfig:
     # eager FP16 at batch 4096 on an H100 (bench/bench_gpu_engines.py), 1.12x the chess
     # value-net extraction's steady rate (docs/gpu.md); each actor compiles at start-up (~10 s).
     compile: bool = False
-    # Positions per net call. CPU backends saturate around 256 (larger only costs memory); a GPU
-    # needs thousands in flight to be busy.
+    # Positions per net call. CPU backends saturate around CPU_BATCH (larger only costs memory);
+    # a GPU needs thousands in flight to be busy.
     batch_sizes: dict[str, int] = field(
-        default_factory=lambda: {"torch": 256, "onnx": 256, "tensorrt": 4096}
+        default_factory=lambda: {"torch": CPU_BATCH, "onnx": CPU_BATCH, "tensorrt": 4096}
     )
     # Go only: override every game's rules / komi (None: the games table's own). KataGo's Fox
     # training data used komi 6.5 for Fox's KM[0] games; leads differ by the komi change only.

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 
 from pipeline.core.errors import KibitzError
 from pipeline.core.features_schema import PARTITION_COLUMNS, instance_column
-from pipeline.extract.config import ExtractConfig, config_from_dict, preset
+from pipeline.extract.config import CPU_BATCH, ExtractConfig, config_from_dict, preset
 from pipeline.kinds import game_kind
 from pipeline.meta.aggregate import (
     AggregateConfig,
@@ -225,7 +225,8 @@ def extraction_config(
     """The training features' extraction config (so the columns match): the copy in the
     manifest, else (manifests written before it) the features folder's, else the preset; its
     precision the nearest this machine runs natively (FP32 for FP16 without a GPU, for BF16
-    without AMX or a GPU), so a model fitted on a GPU's features estimates on a laptop."""
+    without AMX or a GPU), and without a GPU its batch at most ``CPU_BATCH``, so a model fitted
+    on a GPU's features estimates on a laptop (a GPU batch of 4,096 took 6.1 GB there)."""
     if config_path is not None:
         from pipeline.extract.config import load_config
 
@@ -238,9 +239,11 @@ def extraction_config(
         config = config_from_dict(saved) if saved else preset(models.manifest["game"])
     if nodes:
         config.value.nodes = nodes
-    from pipeline.nets.evaluator import runnable_precision  # torch: only when extracting
+    from pipeline.nets.evaluator import default_device, runnable_precision  # torch: extracting
 
     config.precision = runnable_precision(config.precision)
+    if default_device() == "cpu":
+        config.batch_sizes[config.backend] = min(config.batch_size, CPU_BATCH)
     return config.validate()
 
 
