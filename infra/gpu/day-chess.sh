@@ -1,0 +1,43 @@
+#!/bin/bash
+# One GPU call for chess's steady state over more than a million positions (issue #30, item 2):
+# `../shared` holds 776,743 chess positions, so the Lichess testing split is repeated with each
+# copy's Site id made unique (bench/bench_ingest_dump.py's dump), ingested, and extracted with
+# the value-net preset twice on the warm node, eager and then `--compile`, after a short run
+# that lets every Ray worker compile the numba encoders first (a fresh node's first run spends
+# ~120 CPU-s on that, docs/gpu.md). Run from the repository root with `.gpu-kit/site-ray`,
+# `site-run` and a chess `shared.tar.xz` (models/maia, the Lichess testing split) carried:
+#
+#   bash infra/gpu/day-chess.sh [GAMES] [MAX_GAMES]
+#
+# GAMES: games in the dump (default 19,196: the split twice, about 1.43 M positions);
+# MAX_GAMES: extract only the first N (a check on a CPU). The summaries go to $OUT.
+set -euo pipefail
+games=${1:-19196}
+max=${2:+--max-games $2}
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+source infra/gpu/env.sh
+nvidia-smi -L 2>/dev/null || echo "no GPU: a check of the script only"
+work=/tmp/kibitz-chess-day
+mkdir -p $work
+config=bench/extract-chess-gpu-value-net.yaml
+split=$KIBITZ_SHARED_DIR/data/chess/lichess-2024-02-blitz/testing
+PYTHONPATH="bench${PYTHONPATH:+:$PYTHONPATH}" python3 -c "
+import sys
+from pathlib import Path
+from bench_ingest_dump import build_dump, load_games
+build_dump(load_games(Path(sys.argv[1])), int(sys.argv[2]), Path(sys.argv[3]))" \
+    "$split" "$games" $work/dump.pgn.zst
+kibitz ingest chess $work/dump.pgn.zst --out $work/g --no-progress | tail -2
+# warm-up: every worker compiles the encoders (numba's cache) before the measured runs
+kibitz extract chess --games $work/g --out $work/f-warm --config $config --max-games 2000 \
+    --no-progress | tail -1
+for run in eager compile; do
+    flag=$([ $run = compile ] && echo --compile || true)
+    kibitz extract chess --games $work/g --out $work/f-$run --config $config $flag $max \
+        --no-progress | tail -1
+    cp $work/f-$run/_summary.json "$OUT/summary-chess-$run.json"
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['this_run']; print(sys.argv[2], \
+{k: r[k] for k in ('games', 'positions', 'wall_s', 'first_result_s', 'steady_positions_per_s', \
+'net_s', 'stage_s')})" "$OUT/summary-chess-$run.json" "$run"
+done
