@@ -101,7 +101,7 @@ class ExtractConfig:
     # torch backend: run each net through torch.compile (Inductor fuses the bias, activation,
     # mask and SE arithmetic around the convolutions): 1.47x Maia and 2.49x KataGo b6c96 against
     # eager FP16 at batch 4096 on an H100 (bench/bench_gpu_engines.py), 1.12x the chess
-    # value-net extraction's steady rate (docs/gpu.md); each actor compiles at start-up (~10 s).
+    # value-net extraction's steady rate (docs/gpu.md); each net compiles on its first batch (~10 s).
     compile: bool = False
     # Positions per net call. CPU backends saturate around CPU_BATCH (larger only costs memory);
     # a GPU needs thousands in flight to be busy.
