@@ -9,7 +9,7 @@
 #
 #   bash infra/gpu/day-chess.sh [GAMES] [MAX_GAMES]
 #
-# GAMES: games in the dump (default 19,196: the split twice, about 1.43 M positions);
+# GAMES: games in the dump (default 19,196: the split twice, 2 × 705,285 positions);
 # MAX_GAMES: extract only the first N (a check on a CPU). The summaries go to $OUT.
 set -euo pipefail
 games=${1:-19196}

@@ -22,7 +22,7 @@ import pyarrow as pa
 from pipeline.meta.intervals import strength_markdown
 from pipeline.meta.report import markdown_table
 from pipeline.meta.train import MANIFEST_FILE
-from pipeline.nets.registry import ModelNotFoundError, history_of, resolve
+from pipeline.nets.registry import ModelNotFoundError, find_entry, history_of
 
 CARD_FILE = "MODEL_CARD.md"
 # Kuboki et al. (2025), Table 2 (rank-group sampling, n = 20, the full feature set) and the
@@ -111,7 +111,7 @@ def _nets(manifest: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _licences(manifest: dict[str, Any]) -> str:
+def _licences(manifest: dict[str, Any], models_dir: Path | None) -> str:
     config = (manifest.get("features_config") or {}).get("config", {})
     models = {
         str(n["model"]) for n in config.get("imitation_nets", []) + config.get("strength_nets", [])
@@ -123,7 +123,7 @@ def _licences(manifest: dict[str, Any]) -> str:
     others = []
     for name in sorted(m for m in models if m.startswith("kibitz")):
         try:
-            licence = resolve(name).license
+            licence = find_entry(name, models_dir=models_dir).license
         except ModelNotFoundError:  # a net no longer registered: the generic line stands
             continue
         if licence and licence != "Apache-2.0":
@@ -231,7 +231,7 @@ def render_card(manifest: dict[str, Any], *, models_dir: Path | None = None) -> 
     lines += [
         "## Licence",
         "",
-        f"The meta-models: Apache-2.0 (Kibitz). The features they read are outputs of: {_licences(manifest)}.",
+        f"The meta-models: Apache-2.0 (Kibitz). The features they read are outputs of: {_licences(manifest, models_dir)}.",
         "",
     ]
     history = history_of(name, models_dir=models_dir) if "name" in manifest else ()
