@@ -116,6 +116,11 @@ class ExtractRunner:
         self.extraction = game_kind(config.game).extraction
         self.config_dict = config.to_dict()
         self.games_root = games_root
+        t0 = time.perf_counter()
+        # Before any worker starts: a fresh node's workers then load the encoders from numba's
+        # cache rather than each compiling them (121 CPU-s of a chess run, docs/gpu.md).
+        self.extraction.compile_encoders()
+        log.info("encoders compiled or loaded in %.1f s", time.perf_counter() - t0)
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
             quiet_start_notices()

@@ -7,10 +7,13 @@ presets need, and importing the kinds loads neither kind's heavy modules.
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from pipeline.core import settings
@@ -102,3 +105,61 @@ def test_importing_the_kinds_loads_no_kind_implementation() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[]"
+
+
+# Run in a worker-like process that shares the driver's numba cache: encodes real games of both
+# kinds (read from the games tables the test wrote) as extraction's tasks do, then reports each
+# compiled kernel's cache hits and misses.
+_WORKER = """
+import json, sys
+from types import SimpleNamespace
+import numpy as np
+from numba.core.registry import CPUDispatcher
+from pipeline.extract.chess import encode_chess_children
+from pipeline.extract.config import config_from_dict, preset
+from pipeline.go_game import encode as go_encode, rules as go_rules
+from pipeline.chess_game import encode as chess_encode
+from pipeline.kinds import CHESS, GO
+
+import pyarrow.parquet as pq
+chess_games, go_games = (pq.read_table(path) for path in sys.argv[1:3])
+work = CHESS.extraction.encode(preset("chess"), chess_games)
+kids = encode_chess_children(work, SimpleNamespace(likely=None))  # each game's final position
+go = preset("go").to_dict()
+go = config_from_dict(go | {"expected_loss": go["expected_loss"] | {"net": "katago-g170"}})
+states = GO.extraction.encode(go, go_games).states
+parents = np.arange(5)
+moves = np.array([np.flatnonzero(states.legal[p])[0] for p in parents], np.int16)
+go_encode.encode_children(go_encode.read_only(states), parents, moves)  # as Ray hands them over
+stats = {}
+for module in (chess_encode, go_encode, go_rules):
+    for name, fn in vars(module).items():
+        if isinstance(fn, CPUDispatcher) and fn.signatures:
+            stats[name] = [sum(fn.stats.cache_hits.values()), sum(fn.stats.cache_misses.values())]
+print(json.dumps({"stats": stats, "kids": len(kids.rows) + kids.n_final}))
+"""
+
+
+def test_compiled_encoders_are_loaded_by_the_workers(tmp_path: Path) -> None:
+    """The driver's ``compile_encoders`` writes every kernel that extraction's tasks run into
+    numba's cache, so a fresh node's workers load them and compile nothing (docs/gpu.md: 121
+    CPU-s of encoding on a fresh 16-core node against 4.5 warm)."""
+    tables = []  # read here: ingest is not the workers' job, and compiles its own kernels
+    for kind, path in ((CHESS, CHESS_GAMES), (GO, GO_GAMES)):
+        item = next(iter(kind.reader.work_items([str(path)], games_per_chunk=PER_CHUNK)))
+        tables.append(tmp_path / f"{kind.name}.parquet")
+        pq.write_table(kind.reader.read_chunk(item).games, tables[-1])
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    driver = "from pipeline.kinds import KINDS\nfor k in KINDS.values():\n k.extraction.compile_encoders()"
+    subprocess.run([sys.executable, "-c", driver], env=env, check=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", _WORKER, *map(str, tables)],
+        env=env, capture_output=True, text=True, check=True, timeout=600,
+    )  # fmt: skip
+    report = json.loads(out.stdout)
+    stats = report["stats"]
+    assert report["kids"] == 3  # the three games' final positions
+    # The worker's entry kernels came from the cache; no kernel was compiled in the worker.
+    for kernel in ("_encode_kernel", "_after_kernel", "_child_kernel", "_parse_uci"):
+        assert stats[kernel][0] >= 1, (kernel, stats)
+    assert {name: misses for name, (_, misses) in stats.items() if misses} == {}

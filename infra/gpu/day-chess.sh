@@ -2,9 +2,11 @@
 # One GPU call for chess's steady state over more than a million positions (issue #30, item 2):
 # `../shared` holds 776,743 chess positions, so the Lichess testing split is repeated with each
 # copy's Site id made unique (bench/bench_ingest_dump.py's dump), ingested, and extracted with
-# the value-net preset twice on the warm node, eager and then `--compile`, after a short run
-# that lets every Ray worker compile the numba encoders first (a fresh node's first run spends
-# ~120 CPU-s on that, docs/gpu.md). Run from the repository root with `.gpu-kit/site-ray`,
+# the value-net preset twice, eager and then `--compile`. The eager run is the fresh node's
+# first: its driver compiles the numba encoders once before the workers start
+# (`Extraction.compile_encoders`), where on 27 November every worker compiled them (121 CPU-s
+# of encoding against 4.5 warm, docs/gpu.md), so its `stage_s.encode` shows whether that cost
+# is gone. Run from the repository root with `.gpu-kit/site-ray`,
 # `site-run` and a chess `shared.tar.xz` (models/maia, the Lichess testing split) carried:
 #
 #   bash infra/gpu/day-chess.sh [GAMES] [MAX_GAMES]
@@ -29,9 +31,6 @@ from bench_ingest_dump import build_dump, load_games
 build_dump(load_games(Path(sys.argv[1])), int(sys.argv[2]), Path(sys.argv[3]))" \
     "$split" "$games" $work/dump.pgn.zst
 kibitz ingest chess $work/dump.pgn.zst --out $work/g --no-progress | tail -2
-# warm-up: every worker compiles the encoders (numba's cache) before the measured runs
-kibitz extract chess --games $work/g --out $work/f-warm --config $config --max-games 2000 \
-    --no-progress | tail -1
 for run in eager compile; do
     flag=$([ $run = compile ] && echo --compile || true)
     kibitz extract chess --games $work/g --out $work/f-$run --config $config $flag $max \

@@ -73,6 +73,11 @@ class Extraction(Protocol):
     ``ChessNetResult`` / ``GoNetResult``): generic code only passes them on.
     """
 
+    def compile_encoders(self) -> None:
+        """Compile the encoders' numba kernels in this process, writing numba's on-disk cache,
+        so that the workers the driver then starts load them instead of each compiling them."""
+        ...
+
     def encode(self, config: ExtractConfig, games: pa.Table) -> Any:
         """The encoded positions of a part's games (``ChessWork`` / ``GoWork``)."""
         ...

@@ -30,7 +30,7 @@ one row encode each, no replay of the game): expected loss evaluates such childr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import numba as nb
 import numpy as np
@@ -1321,3 +1321,37 @@ def encode_children(
         last_captured,
         [],
     )
+
+
+def compile_kernels() -> None:
+    """Compile every kernel extraction calls (or load them from numba's on-disk cache) by
+    encoding one short game with its board states and one position after a move, as
+    extraction with expected loss does.
+
+    The extraction driver calls it once before its Ray workers start
+    (``GoExtraction.compile_encoders``), so that the workers of a fresh node load the kernels
+    from the cache instead of each compiling them (see ``pipeline.chess_game.encode``'s). The
+    children are encoded twice: a Ray worker receives the board states from the object store
+    as read-only arrays, which numba compiles as a signature of their own.
+    """
+    positions = encode_games([GoGameSpec(moves=["B:pd", "W:dp", "B:pass"])], keep_states=True)
+    states = positions.states
+    parents = np.array([1])
+    moves = np.flatnonzero(states.legal[1])[:1].astype(np.int16)
+    encode_children(states, parents, moves)
+    encode_children(read_only(states), parents, moves)
+
+
+def read_only(states: GoBoardStates) -> GoBoardStates:
+    """``states`` with every array a read-only view, as a Ray task receives them."""
+
+    def frozen(value: object) -> object:
+        if isinstance(value, np.ndarray):
+            value = value.view()
+            value.flags.writeable = False
+        return value
+
+    parsed = replace(states.parsed, **{f.name: frozen(getattr(states.parsed, f.name))
+                                       for f in fields(states.parsed)})  # fmt: skip
+    return replace(states, parsed=parsed, **{f.name: frozen(getattr(states, f.name))
+                                             for f in fields(states) if f.name != "parsed"})  # fmt: skip

@@ -60,6 +60,11 @@ class PgnReader:
 class ChessExtraction:
     """Chess extraction (``pipeline.extract.steps.Extraction``): ``pipeline.extract.chess``."""
 
+    def compile_encoders(self) -> None:
+        from pipeline.chess_game.encode import compile_kernels
+
+        compile_kernels()
+
     def encode(self, config: ExtractConfig, games: pa.Table) -> Any:
         from pipeline.extract.chess import encode_chess
 

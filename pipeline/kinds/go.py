@@ -48,6 +48,11 @@ class SgfReader:
 class GoExtraction:
     """Go extraction (``pipeline.extract.steps.Extraction``): ``pipeline.extract.go``."""
 
+    def compile_encoders(self) -> None:
+        from pipeline.go_game.encode import compile_kernels
+
+        compile_kernels()
+
     def encode(self, config: ExtractConfig, games: pa.Table) -> Any:
         from pipeline.extract.go import encode_go
 
