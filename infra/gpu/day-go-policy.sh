@@ -1,0 +1,62 @@
+#!/bin/bash
+# One GPU call for issue #28 item 1: today's kibitz-go-policy (KataGo g170's trunk with the
+# rank head, fine-tuned on 416,000 positions on a CPU) trained further on the GPU, trunk and
+# head together, then scored held out (bench/go_policy_held_out.py, 4 moves per player instance
+# of the testing evaluation split and of candidating/, as docs/train.md's table). Run from the
+# repository root with site-ray, site-run, site-train and
+# `bash infra/gpu/kit.sh --shared-only models/katago data/go/fox-selected/testing
+# data/go/fox-selected/by-player data/go/fox-selected/candidating` carried (docs/gpu.md gives the
+# tree and the sizes):
+#
+#   bash infra/gpu/day-go-policy.sh [SECONDS] [STEPS] [BATCH] [MAX_TRAIN_GAMES]
+#
+# SECONDS: the call's budget (default 540); STEPS × BATCH: the run's length (default 3000 × 256,
+# 768,000 positions: a whole cosine schedule that fits the call, where the time budget would
+# stop a longer one before its learning rate came down); MAX_TRAIN_GAMES: a check on a CPU.
+# Training stops in time to leave 170 s for scoring and packing. Back in $OUT: the model, its
+# card and ONNX, the checkpoint (carry it as .gpu-kit/go-policy-last.pt and the next call
+# resumes: same command, `--resume`), the held-out scores and the training log.
+set -uo pipefail
+budget=${1:-540}
+steps=${2:-3000}
+batch=${3:-256}
+max_games=${4:+--max-train-games $4}
+start=$SECONDS
+left() { echo $((budget - (SECONDS - start))); }
+OUT=${OUT:-out}
+mkdir -p "$OUT"
+source infra/gpu/env.sh
+nvidia-smi -L 2>/dev/null || echo "no GPU: a check of the script only"
+device=$(python3 -c "import torch; print('cuda' if torch.cuda.is_available() else 'cpu')")
+work=/tmp/kibitz-policy-day
+run=$work/policy
+mkdir -p $work
+fox=$KIBITZ_SHARED_DIR/data/go/fox-selected
+[ -d $work/games ] || kibitz ingest go $fox/testing $fox/by-player --out $work/games \
+    --no-progress | tail -2
+echo "ingested at $((SECONDS - start)) s"
+resume=""
+if [ -f .gpu-kit/go-policy-last.pt ] && [ ! -f $run/checkpoints/last.pt ]; then
+    mkdir -p $run/checkpoints && cp .gpu-kit/go-policy-last.pt $run/checkpoints/last.pt
+fi
+[ -f $run/checkpoints/last.pt ] && resume=--resume
+minutes=$(python3 -c "print(round(max(1.0, ($(left) - 170) / 60), 2))")
+kibitz train policy go --games $work/games --out $run --init-from kibitz-go-policy \
+    --trunk katago-g170-b6c96 --trunk-mode finetune --trunk-lr-scale 0.2 --lr 0.0007 \
+    --batch-size "$batch" --max-steps "$steps" --epoch-steps 500 --max-minutes "$minutes" \
+    --max-validation-games 100 --max-evaluation-games 200 --evaluation-positions 16 \
+    --device "$device" --seed 3 --no-progress --tracking-uri "sqlite:///$work/mlflow.db" \
+    $max_games $resume 2>&1 | grep -v "^\s*$" | tail -40 | tee "$OUT/train.log"
+echo "trained at $((SECONDS - start)) s"
+cp $run/model.kibitz.pt $run/model.yaml $run/MODEL_CARD.md $run/model.onnx "$OUT/"
+cp $run/checkpoints/last.pt "$OUT/go-policy-last.pt"
+python3 bench/go_policy_held_out.py --model $run/model.kibitz.pt --positions 4 \
+    --device "$device" | tee "$OUT/held-out.txt"
+echo "scored at $((SECONDS - start)) s"
+# The shipped policy on the same moves and device, while time is left (its CPU figures are
+# in docs/train.md).
+if [ "$(left)" -gt 60 ]; then
+    python3 bench/go_policy_held_out.py --model kibitz-go-policy --positions 4 \
+        --device "$device" | tee "$OUT/held-out-shipped.txt"
+fi
+echo "all done at $((SECONDS - start)) s"
