@@ -1,8 +1,9 @@
 #!/bin/bash
-# One GPU call for issue #28 item 1: today's kibitz-go-policy (KataGo g170's trunk with the
-# rank head, fine-tuned on 416,000 positions on a CPU) trained further on the GPU, trunk and
-# head together, then scored held out (bench/go_policy_held_out.py, 4 moves per player instance
-# of the testing evaluation split and of candidating/, as docs/train.md's table). Run from the
+# One GPU call for issue #28 item 1: kibitz-go-policy-next (KataGo g170's trunk with the rank
+# head: kibitz-go-policy trained further on a CPU, 656,000 positions in all) trained further on
+# the GPU, trunk and head together, then scored held out beside the net it started from
+# (bench/go_policy_held_out.py, 4 moves per player instance of the testing evaluation split and
+# of candidating/, as docs/train.md's table). Run from the
 # repository root with site-ray, site-run, site-train and
 # `bash infra/gpu/kit.sh --shared-only models/katago data/go/fox-selected/testing
 # data/go/fox-selected/by-player data/go/fox-selected/candidating` carried (docs/gpu.md gives the
@@ -41,7 +42,7 @@ if [ -f .gpu-kit/go-policy-last.pt ] && [ ! -f $run/checkpoints/last.pt ]; then
 fi
 [ -f $run/checkpoints/last.pt ] && resume=--resume
 minutes=$(python3 -c "print(round(max(1.0, ($(left) - 170) / 60), 2))")
-kibitz train policy go --games $work/games --out $run --init-from kibitz-go-policy \
+kibitz train policy go --games $work/games --out $run --init-from kibitz-go-policy-next \
     --trunk katago-g170-b6c96 --trunk-mode finetune --trunk-lr-scale 0.2 --lr 0.0007 \
     --batch-size "$batch" --max-steps "$steps" --epoch-steps 500 --max-minutes "$minutes" \
     --max-validation-games 100 --max-evaluation-games 200 --evaluation-positions 16 \
@@ -53,10 +54,10 @@ cp $run/checkpoints/last.pt "$OUT/go-policy-last.pt"
 python3 bench/go_policy_held_out.py --model $run/model.kibitz.pt --positions 4 \
     --device "$device" | tee "$OUT/held-out.txt"
 echo "scored at $((SECONDS - start)) s"
-# The shipped policy on the same moves and device, while time is left (its CPU figures are
-# in docs/train.md).
+# The net it started from on the same moves and device, while time is left (its CPU figures
+# are in docs/train.md).
 if [ "$(left)" -gt 60 ]; then
-    python3 bench/go_policy_held_out.py --model kibitz-go-policy --positions 4 \
-        --device "$device" | tee "$OUT/held-out-shipped.txt"
+    python3 bench/go_policy_held_out.py --model kibitz-go-policy-next --positions 4 \
+        --device "$device" | tee "$OUT/held-out-start.txt"
 fi
 echo "all done at $((SECONDS - start)) s"
