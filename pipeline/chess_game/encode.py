@@ -1054,11 +1054,11 @@ def compile_kernels() -> None:
     encoding one short game and the position after its last move, as extraction does.
 
     The extraction driver calls it once before its Ray workers start
-    (``ChessExtraction.compile_encoders``): with the cache written, each worker loads the
-    kernels in well under a second; without it, every new worker of a fresh node compiles the
-    same kernels itself (16 s for the game kernel and 6 s for the positions after moves in one
-    process on this 2-core machine; 121 CPU-s of encoding on a fresh 16-core GPU node against
-    4.5 on a warm one, docs/gpu.md).
+    (``ChessExtraction.compile_encoders``), so that the workers load the kernels from the
+    cache; without it every new worker of a fresh node compiled them itself (121 CPU-s of
+    encoding on a fresh 16-core GPU node against 4.5 on a warm one; 8 processes encoding a
+    chunk, 238 CPU-s against 63 with this call first: ``bench/bench_encoder_cache.py``,
+    docs/gpu.md).
     """
     moves = [["e2e4", "e7e5", "g1f3"]]
     positions = encode_games(moves, packed=True)
