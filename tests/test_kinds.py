@@ -163,3 +163,45 @@ def test_compiled_encoders_are_loaded_by_the_workers(tmp_path: Path) -> None:
     for kernel in ("_encode_kernel", "_after_kernel", "_child_kernel", "_parse_uci"):
         assert stats[kernel][0] >= 1, (kernel, stats)
     assert {name: misses for name, (_, misses) in stats.items() if misses} == {}
+
+
+# Run in a worker-like process that shares the driver's numba cache: plans and reads the first
+# chunk of real games of both kinds as ingestion's driver and tasks do, then reports each
+# compiled kernel's cache hits and misses.
+_INGEST_WORKER = """
+import json, sys
+from numba.core.registry import CPUDispatcher
+from pipeline.ingest import pgn_reader, sgf_parse
+from pipeline.kinds import CHESS, GO
+
+read = {}
+for kind, path in ((CHESS, sys.argv[1]), (GO, sys.argv[2])):
+    item = next(iter(kind.reader.work_items([path], games_per_chunk=int(sys.argv[3]))))
+    read[kind.name] = kind.reader.read_chunk(item).games.num_rows
+stats = {}
+for module in (pgn_reader, sgf_parse):
+    for name, fn in vars(module).items():
+        if isinstance(fn, CPUDispatcher) and fn.signatures:
+            stats[name] = [sum(fn.stats.cache_hits.values()), sum(fn.stats.cache_misses.values())]
+print(json.dumps({"stats": stats, "read": read}))
+"""
+
+
+def test_compiled_readers_are_loaded_by_the_workers(tmp_path: Path) -> None:
+    """The driver's ``reader.compile_kernels`` writes every kernel that ingestion's planning and
+    tasks run into numba's cache, so a fresh node's workers load them and compile nothing (a
+    chess worker compiled for about 45 CPU-s before its first chunk, docs/ingest.md)."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    driver = "from pipeline.kinds import CHESS, GO\nfor kind in (CHESS, GO):\n    kind.reader.compile_kernels()"
+    subprocess.run([sys.executable, "-c", driver], env=env, check=True, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", _INGEST_WORKER, str(CHESS_GAMES), str(GO_GAMES), str(PER_CHUNK)],
+        env=env, capture_output=True, text=True, check=True, timeout=600,
+    )  # fmt: skip
+    report = json.loads(out.stdout)
+    stats = report["stats"]
+    assert report["read"] == {"chess": PER_CHUNK, "go": PER_CHUNK}
+    # The entry kernels came from the cache; no kernel was compiled in the worker.
+    for kernel in ("_split_games", "_read_games", "_scan"):
+        assert stats[kernel][0] >= 1, (kernel, stats)
+    assert {name: misses for name, (_, misses) in stats.items() if misses} == {}

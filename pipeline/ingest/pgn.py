@@ -718,6 +718,34 @@ def read_chunk(
     return ChunkResult(games, quarantine_table(quarantined))
 
 
+# One short game with a clock and an eval comment, castling and a promotion: the branches of
+# the compiled reader that Lichess dumps take.
+_COMPILE_PGN = (
+    b'[Event "Rated blitz game"]\n[Site "https://lichess.org/compile0"]\n[Date "2024.02.01"]\n'
+    b'[White "a"]\n[Black "b"]\n[Result "1-0"]\n[UTCDate "2024.02.01"]\n[WhiteElo "1500"]\n'
+    b'[BlackElo "1500"]\n[TimeControl "180+0"]\n[Termination "Normal"]\n\n'
+    b"1. e4 { [%eval 0.2] [%clk 0:03:00] } d5 2. exd5 c6 3. dxc6 Nf6 4. cxb7 Nbd7 5. bxa8=Q "
+    b"e5 6. Nf3 Bd6 7. Be2 O-O 8. O-O 1-0\n\n"
+)
+
+
+def compile_kernels() -> None:
+    """Compile the compiled reader's numba kernels (or load them from numba's on-disk cache)
+    by reading one short game as a task does.
+
+    ``kibitz ingest`` calls it in the driver before Ray starts its workers, which then load
+    the kernels instead of each compiling them: on an empty cache 8 workers reading 1,000 games
+    each spent 421 CPU-s, against 70 with this call first (docs/ingest.md,
+    ``bench/bench_numba_cache.py --stage ingest``).
+    """
+    data = _COMPILE_PGN
+    result = read_chunk(
+        Chunk(GAME, "<compile_kernels>", 0, _locator(0, len(data), 0, 1, "ok")), data
+    )
+    if result.games.num_rows != 1:  # the game above is legal: a reader that drops it is broken
+        raise RuntimeError(f"compile_kernels quarantined its game: {result.quarantine.to_pylist()}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Read PGN files and print what each chunk gives (a quick check of a file)."""
     paths = list(argv if argv is not None else sys.argv[1:])

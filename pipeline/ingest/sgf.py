@@ -519,6 +519,23 @@ def read_chunk(chunk: Chunk) -> ChunkResult:
     return reader.result()
 
 
+_COMPILE_SGF = b"(;GM[1]FF[4]SZ[19]KM[650]RU[Japanese]PB[a]PW[b]BR[1d]WR[1d]RE[B+R];B[pd];W[dp](;B[pp])(;B[dd]))"
+
+
+def compile_kernels() -> None:
+    """Compile the SGF scanner's numba kernels (or load them from numba's on-disk cache) by
+    reading one short game as a task does.
+
+    ``kibitz ingest`` calls it in the driver before Ray starts its workers, which then load
+    the kernels instead of each compiling them (``bench/bench_numba_cache.py --stage ingest``,
+    docs/ingest.md).
+    """
+    reader = _Reader()
+    reader.add_segments([_Segment("<compile_kernels>", None, _COMPILE_SGF)])
+    if reader.result().games.num_rows != 1:
+        raise RuntimeError("compile_kernels: the scanner did not read its one game")
+
+
 def read_paths(paths: Iterable[Path], *, games_per_chunk: int = 50_000) -> ChunkResult:
     """Plan and read ``paths`` in this process (tests, benchmarks, small inputs)."""
     results = [read_chunk(c) for c in plan_chunks(list(paths), games_per_chunk=games_per_chunk)]
@@ -535,6 +552,7 @@ def read_paths(paths: Iterable[Path], *, games_per_chunk: int = 50_000) -> Chunk
 
 __all__ = [
     "SgfInputError",
+    "compile_kernels",
     "empty_notes",
     "plan_chunks",
     "read_chunk",

@@ -84,6 +84,11 @@ class ChunkReader(Protocol):
     code takes the reader as an argument instead of branching on the game's name.
     """
 
+    def compile_kernels(self) -> None:
+        """Compile the reader's numba kernels in this process, writing numba's on-disk cache,
+        so that the workers the driver then starts load them instead of each compiling them."""
+        ...
+
     def work_items(self, sources: Sequence[str], *, games_per_chunk: int) -> Iterator[WorkItem]:
         """Every chunk of ``sources`` in input order, ``games_per_chunk`` games each."""
         ...

@@ -38,6 +38,11 @@ class PgnReader:
     tasks (``pipeline.ingest.pgn.stream_chunks``).
     """
 
+    def compile_kernels(self) -> None:
+        from pipeline.ingest import pgn
+
+        pgn.compile_kernels()
+
     def work_items(self, sources: Sequence[str], *, games_per_chunk: int) -> Iterator[WorkItem]:
         from pipeline.ingest import pgn
         from pipeline.ingest.work import WorkItem

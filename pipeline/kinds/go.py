@@ -31,6 +31,11 @@ class SgfReader:
     (``pipeline.ingest.sgf.plan_chunks``) and each task reads its own slice of the files.
     """
 
+    def compile_kernels(self) -> None:
+        from pipeline.ingest import sgf
+
+        sgf.compile_kernels()
+
     def work_items(self, sources: Sequence[str], *, games_per_chunk: int) -> Iterator[WorkItem]:
         from pipeline.ingest import sgf
         from pipeline.ingest.work import WorkItem
