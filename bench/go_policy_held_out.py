@@ -4,6 +4,7 @@ matrix "conditioned on group a, games of group b", per held-out set and pooled.
     python bench/go_policy_held_out.py                       # kibitz-go-policy, all moves
     python bench/go_policy_held_out.py --model kibitz-out/go-policy/model.kibitz.pt
     python bench/go_policy_held_out.py --model kibitz-out/go-policy-katago/model.kibitz.pt --device cuda
+    python bench/go_policy_held_out.py --model kibitz-go-policy-next --positions 1 --symmetries 8
 
 Two held-out sets, then both pooled (the same sets as ``bench/sscore_held_out.py``):
 - the evaluation split (``pipeline/core/data_split.py``) of the Fox ``testing/`` files;
@@ -19,12 +20,19 @@ correlated), so a user sees which columns are decided and which are within noise
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from sscore_held_out import held_out_sets
 
+from pipeline.nets.go_rank_policy import SYMMETRY_COUNTS
 from pipeline.nets.loading import load_net
 from pipeline.train.device import resolve_device
-from pipeline.train.go_policy import PositionScores, score_positions, summarise
+from pipeline.train.go_policy import (
+    PolicyEvaluation,
+    PositionScores,
+    score_positions,
+    summarise,
+)
 from pipeline.train.sscore_batches import build_pool
 
 
@@ -37,17 +45,33 @@ def main() -> None:
     parser.add_argument(
         "--device", default="cpu", help="where the net runs: cpu, cuda or cuda:N (default cpu)"
     )
+    parser.add_argument(
+        "--symmetries", type=int, choices=SYMMETRY_COUNTS, default=None,
+        help="board symmetries to average the features over (default: the model's own)",
+    )  # fmt: skip
     args = parser.parse_args()
     net = load_net(args.model).to(resolve_device(args.device))  # batches follow the net
+    if args.symmetries is not None:
+        net.config = replace(net.config, symmetries=args.symmetries)
+    print(f"{args.model}: features averaged over {net.config.symmetries} board symmetries")
     pooled = []
     for name, games in held_out_sets("go").items():
         pool = build_pool(games, "go", positions_per_instance=args.positions, seed=3)
         scores = score_positions(net, pool)
         print(f"\n## {name}: {len(scores.group)} positions\n")
-        print(summarise(scores).to_markdown())
+        report(summarise(scores))
         pooled.append(scores)
     print("\n## both, pooled\n")
-    print(summarise(PositionScores.concat(pooled)).to_markdown())
+    report(summarise(PositionScores.concat(pooled)))
+
+
+def report(evaluation: PolicyEvaluation) -> None:
+    """The tables, then the own-rank figures over every group's positions (#28's target)."""
+    print(evaluation.to_markdown())
+    n = evaluation.positions
+    accuracy = float(n @ evaluation.accuracy / n.sum())
+    loglik = float(n @ evaluation.loglik / n.sum())
+    print(f"\nown rank, all groups: {accuracy:.2f} % / {loglik:.4f} over {n.sum():,} positions")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ About 35–45 s on the shared 2-core machine (the b6c96 trunk runs at ~25 positi
 from __future__ import annotations
 
 import re
+import shutil
 
 import numpy as np
 import onnxruntime as ort
@@ -33,9 +34,11 @@ from pipeline.nets import katago_model_file, katago_net
 from pipeline.nets.check_go import ProfileError, check_net, read_games
 from pipeline.nets.go_rank_policy import (
     GO_POLICY_RANKS,
+    GoRankPolicyConfig,
     GoRankPolicyNet,
     TrunkError,
     UnknownRankError,
+    board_symmetry,
     policy_on_katago_trunk,
     rank_index,
 )
@@ -43,6 +46,7 @@ from pipeline.nets.katago_net import KataGoNet
 from pipeline.nets.kibitz_model_file import read_model_file
 from pipeline.nets.legal_softmax import legal_mask, masked_log_softmax
 from pipeline.nets.loading import load_net
+from pipeline.nets.onnx_export import net_fingerprint
 from pipeline.nets.registry import find_entry
 from pipeline.train.go_policy import GoPolicyTrainConfig, policy_loss, position_ranks
 from pipeline.train.go_policy import train as train_policy
@@ -236,6 +240,63 @@ def test_export_loads_without_the_katago_file_and_gives_the_same_logits(
         ["policy"], {"spatial": spatial.numpy(), "global": global_.numpy()}
     )
     np.testing.assert_allclose(onnx_logits, expected.numpy(), atol=1e-4, rtol=1e-4)
+
+
+def test_a_finished_run_resumed_with_symmetries_exports_its_weights_averaged_over_them(
+    trained, pool, tmp_path
+):
+    """``--resume --symmetries 8`` on a finished run re-exports the same weights with a header
+    that makes the policy average its features over the board's 8 symmetries: its logits, less
+    the per-rank bias map (a learned prior per point, which stays where it is), then turn with
+    the board exactly (Go is the same game turned or mirrored), which one orientation's do not,
+    and the ONNX export computes the same."""
+    out, _ = trained
+    run = tmp_path / "run"
+    shutil.copytree(out, run)
+    argv = [
+        "train", "policy", "go", "--games", str(out.parent / "games-go"), "--out", str(run),
+        "--trunk", KATAGO, "--trunk-mode", "frozen", "--head-channels", "8",
+        "--max-steps", "3", "--warmup-steps", "1", "--batch-size", "8",
+        "--positions-per-instance", "4", "--max-validation-games", "4",
+        "--evaluation-positions", "2", "--no-progress", "--resume", "--symmetries", "8",
+        "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    header, state = read_model_file(run / "model.kibitz.pt")
+    before_header, before = read_model_file(out / "model.kibitz.pt")
+    assert header["net"]["symmetries"] == 8 and "symmetries" not in before_header["net"]
+    assert header["train"]["steps"] == 3 and header["quality"] is not None
+    for key, value in before.items():
+        assert torch.equal(state[key], value), key
+    one, averaged = load_net(out / "model.kibitz.pt"), load_net(run / "model.kibitz.pt")
+    assert (one.config.symmetries, averaged.config.symmetries) == (1, 8)
+    # the same weights run another way: ONNX exports and engines are cached apart
+    assert net_fingerprint(one) != net_fingerprint(averaged)
+    spatial, global_ = _inputs(pool, np.arange(0, len(pool), 23))
+    b = len(spatial)
+
+    def board(logits: torch.Tensor, net: GoRankPolicyNet) -> torch.Tensor:
+        """(B, R, 362) logits → (B, R, 19, 19), less the rank's bias map."""
+        return (logits - net.bias())[..., :361].reshape(b, -1, 19, 19)
+
+    with torch.inference_mode():
+        for net, turns_exactly in ((averaged, True), (one, False)):
+            plain = net(spatial, global_)
+            for s in range(1, 8):
+                turned = net(board_symmetry(spatial, s), global_)
+                gap = (board(turned, net) - board_symmetry(board(plain, net), s)).abs().max().item()
+                assert (gap < 1e-3) == turns_exactly, (s, gap)
+                if turns_exactly:
+                    torch.testing.assert_close(turned[..., 361], plain[..., 361])  # pass
+        expected = averaged(spatial, global_)
+    session = ort.InferenceSession(str(run / "model.onnx"), providers=["CPUExecutionProvider"])
+    (onnx_logits,) = session.run(
+        ["policy"], {"spatial": spatial.numpy(), "global": global_.numpy()}
+    )
+    np.testing.assert_allclose(onnx_logits, expected.numpy(), atol=1e-4, rtol=1e-4)
+    assert GoRankPolicyConfig(symmetries=1).to_dict() == GoRankPolicyConfig().to_dict()
+    with pytest.raises(ValueError, match="symmetries must be one of"):
+        GoRankPolicyConfig(symmetries=3)
 
 
 def _first_games(group: str, n: int) -> tuple[pa.Table, str]:

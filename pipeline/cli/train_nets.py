@@ -20,6 +20,7 @@ shape) with a fresh schedule, to train a shipped model further or on other games
 --trunk KATAGO`` puts the rank head on a registered KataGo net's trunk (copied exactly; its
 weights end up in the exported file) instead of Kibitz's own, ``--trunk-mode`` frozen (the
 head alone trains) or finetune (the trunk too, at ``--trunk-lr-scale`` × the LR).
+``--symmetries N`` makes the exported policy average its features over N board symmetries.
 ``--register NAME --models-root DIR`` then copies the model into ``DIR/NAME`` and adds it to
 ``DIR/registry.yaml``, after which ``kibitz models list`` shows it and ``load_net(NAME)`` loads it
 (see docs/train.md).
@@ -72,6 +73,9 @@ POLICY_OPTIONS: tuple[Option, ...] = (
      " katago-g170-b6c96; default: Kibitz's own trunk, from scratch"),
     ("--trunk-mode", str, "with --trunk: frozen (only the head trains, default) or finetune"),
     ("--trunk-lr-scale", float, "finetune: the trunk's LR is the head's times this (default 0.1)"),
+    ("--symmetries", int, "board symmetries (1, 2, 4, 8) the exported model averages over at"
+     " inference, n trunk passes a position; training sees one (default 1). A finished run"
+     " resumed with another count re-exports and re-evaluates it"),
 )  # fmt: skip
 # A levels head has no trunk of its own: no --blocks/--channels, nor --init-from.
 LEVELS_SHARED = tuple(

@@ -85,14 +85,45 @@ class GoRankPolicyConfig:
     # A KataGo trunk's layout (``katago_model_file.trunk_layout``); blocks and channels are then
     # its own. None: Kibitz's residual trunk of blocks × channels.
     trunk_layout: dict[str, Any] | None = None
+    # Board symmetries the features are averaged over at inference (1, 2, 4 or 8; see
+    # :func:`board_symmetry`): not a shape, the weights are the same. Training sees one.
+    symmetries: int = 1
+
+    def __post_init__(self) -> None:
+        if self.symmetries not in SYMMETRY_COUNTS:
+            raise ValueError(f"symmetries must be one of {SYMMETRY_COUNTS}, got {self.symmetries}")
 
     def to_dict(self) -> dict[str, Any]:
-        """Without ``trunk_layout`` when it is None: the header of a from-scratch net stays what
-        it always was, so ``--init-from`` still matches the shipped model's shape."""
+        """Without ``trunk_layout`` when it is None and ``symmetries`` when 1: the header of a
+        net written before either existed stays what it was, so ``--init-from`` still matches
+        the shipped model's shape."""
         d = asdict(self)
         if d["trunk_layout"] is None:
             del d["trunk_layout"]
+        if d["symmetries"] == 1:
+            del d["symmetries"]
         return d
+
+
+SYMMETRY_COUNTS = (1, 2, 4, 8)
+
+
+def board_symmetry(x: torch.Tensor, s: int, *, inverse: bool = False) -> torch.Tensor:
+    """The board (the last two axes) under symmetry ``s`` of the dihedral group: ``s % 4``
+    quarter turns, then a mirror when ``s >= 4``; ``inverse`` undoes it. Symmetries 0-1 are the
+    board and its quarter turn, 0-3 the four turns, 0-7 all eight.
+
+    >>> b = torch.arange(4.0).reshape(2, 2)
+    >>> board_symmetry(board_symmetry(b, 5), 5, inverse=True).equal(b)
+    True
+    """
+    turns, mirror = s % 4, s >= 4
+    if inverse:
+        if mirror:
+            x = torch.flip(x, dims=(-1,))
+        return torch.rot90(x, -turns, dims=(-2, -1))
+    x = torch.rot90(x, turns, dims=(-2, -1))
+    return torch.flip(x, dims=(-1,)) if mirror else x
 
 
 class RankParameter(nn.Module):
@@ -168,9 +199,24 @@ class GoRankPolicyNet(nn.Module):
         return groups
 
     def features(self, spatial: torch.Tensor, global_: torch.Tensor) -> torch.Tensor:
-        """The rank-independent part: (B, H, 361)."""
-        x = self.trunk(spatial, global_)  # (B, C, 19, 19)
-        return self.head_bn(self.head_conv(x)).flatten(2)  # (B, H, 361)
+        """The rank-independent part: (B, H, 361).
+
+        With ``config.symmetries`` n > 1 the trunk and head conv see the board under the first
+        n symmetries in one batch of n·B, and the features, turned back, are averaged: Go is the
+        same game under every symmetry but a net trained on one orientation reads each a little
+        differently, so the mean is a small ensemble (KataGo averages its policy the same way).
+        It costs n trunk passes; the rank layers still run once.
+        """
+        n = self.config.symmetries
+        if n == 1:
+            x = self.trunk(spatial, global_)  # (B, C, 19, 19)
+            return self.head_bn(self.head_conv(x)).flatten(2)  # (B, H, 361)
+        views = torch.stack([board_symmetry(spatial, s) for s in range(n)])  # (n, B, C_in, …)
+        globals_ = global_.expand(n, *global_.shape)  # (n, B, G)
+        x = self.trunk(views.flatten(0, 1), globals_.flatten(0, 1))  # (nB, C, 19, 19)
+        x = self.head_bn(self.head_conv(x)).unflatten(0, (n, -1))  # (n, B, H, 19, 19)
+        back = [board_symmetry(x[s], s, inverse=True) for s in range(n)]
+        return torch.stack(back).mean(dim=0).flatten(2)  # (B, H, 361)
 
     def rank_logits(self, h: torch.Tensor, ranks: torch.Tensor | slice) -> torch.Tensor:
         """Logits of the selected ranks from shared features: (B, R', 362)."""

@@ -12,6 +12,7 @@ Run ``python -m pipeline.nets.onnx_export maia-1500 OUT.onnx`` to export a regis
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import logging
@@ -45,10 +46,12 @@ class OnnxExportError(RuntimeError):
 
 
 def net_fingerprint(net: nn.Module) -> str:
-    """sha256 identifying a net's computation: parameters, buffers, I/O names, module source.
+    """sha256 identifying a net's computation: parameters, buffers, I/O names, module source
+    and the net's config dataclass, when it has one.
 
-    Used as the key of ONNX exports and TensorRT engines, so two different weight files,
-    or the same weights under an edited net module, never share a cache entry.
+    Used as the key of ONNX exports and TensorRT engines, so two different weight files, the
+    same weights under an edited net module, or the same weights run another way (the Go
+    policy's ``config.symmetries``) never share a cache entry.
     """
     digest = hashlib.sha256()
     cls = type(net)
@@ -57,6 +60,9 @@ def net_fingerprint(net: nn.Module) -> str:
     if source_file is not None:
         digest.update(Path(source_file).read_bytes())
     digest.update(repr((tuple(net.input_names), tuple(net.output_names))).encode())
+    config = getattr(net, "config", None)
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        digest.update(repr(dataclasses.asdict(config)).encode())
     tensors = [*net.named_parameters(), *net.named_buffers()]
     for name, tensor in sorted(tensors, key=lambda item: item[0]):
         value = tensor.detach().cpu().contiguous()

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,9 @@ class GoPolicyTrainConfig(TrainSettings):
     trunk: str | None = None
     trunk_mode: str = "frozen"  # with a trunk: "frozen" (head only) or "finetune" (trunk too)
     trunk_lr_scale: float = 0.1  # finetune: the trunk's LR is the schedule's times this
+    # Board symmetries the exported model averages its features over (GoRankPolicyConfig):
+    # the final evaluation and the model run so; training sees one orientation.
+    symmetries: int = 1
 
     def __post_init__(self) -> None:
         if self.trunk_mode not in TRUNK_MODES:
@@ -105,7 +108,12 @@ class GoPolicyTrainConfig(TrainSettings):
         trunk settings (so checkpoints written before trunks existed still resume), with one
         blocks × channels (the trunk has its KataGo net's shape), frozen its LR scale."""
         keys = super().resume_keys()
-        unused = ("blocks", "channels") if self.trunk else ("trunk", "trunk_mode", "trunk_lr_scale")
+        # symmetries: how the exported model runs, so a finished run resumed with another
+        # count re-exports the same weights
+        unused: tuple[str, ...] = ("symmetries",)
+        unused += (
+            ("blocks", "channels") if self.trunk else ("trunk", "trunk_mode", "trunk_lr_scale")
+        )
         if self.trunk and self.trunk_mode == "frozen":
             unused += ("trunk_lr_scale",)
         return {k: v for k, v in keys.items() if k not in unused}
@@ -517,6 +525,7 @@ def train(
             desc="go policy",
         )  # fmt: skip
         restore_best(net, state)  # select_best: the best validation's weights
+        net.config = replace(net.config, symmetries=config.symmetries)  # as the model will run
         result = PolicyTrainResult(
             steps=state.step,
             train_seconds=state.train_seconds,
@@ -542,7 +551,7 @@ def train(
             header = {
                 "format": GO_POLICY_FORMAT,
                 "game": "go",
-                "net": net_config.to_dict(),
+                "net": net.config.to_dict(),
                 **({"trunk": source.record} if source else {}),
                 "ranks": list(GO_POLICY_RANKS),
                 "trained_ranks": trained,

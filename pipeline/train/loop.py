@@ -263,6 +263,17 @@ def positions_trained(train: dict[str, Any]) -> int:
     return own + (int(init["positions"]) if init else 0)
 
 
+# Header entries of a net config that set how it runs, not its weights' shape (the Go policy's
+# board symmetries): a run may start from a model whatever they say.
+INFERENCE_ONLY = ("symmetries",)
+
+
+def _shape(net_config: dict[str, Any] | None) -> dict[str, Any] | None:
+    if net_config is None:
+        return None
+    return {k: v for k, v in net_config.items() if k not in INFERENCE_ONLY}
+
+
 def initial_weights(
     name_or_path: str, fmt: str, net_config: dict[str, Any]
 ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -280,7 +291,7 @@ def initial_weights(
         raise ValueError(
             f"--init-from {name_or_path!r} is a {header.get('format')!r} model, expected {fmt!r}"
         )
-    if header.get("net") != net_config:
+    if _shape(header.get("net")) != _shape(net_config):
         raise ValueError(
             f"--init-from {name_or_path!r} has net {header.get('net')!r}; this run builds "
             f"{net_config!r} (set --blocks/--channels to match)"
