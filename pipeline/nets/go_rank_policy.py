@@ -48,6 +48,8 @@ from pipeline.nets.sscore_net import ResidualTrunk
 GO_POLICY_RANKS = tuple([f"{n}k" for n in range(10, 0, -1)] + [f"{n}d" for n in range(1, 10)])
 # How training treats a KataGo trunk: "frozen" trains the head only, "finetune" the trunk too.
 TRUNK_MODES = ("frozen", "finetune")
+# How many of the board's symmetries (:func:`board_symmetry`) a policy may average over.
+SYMMETRY_COUNTS = (1, 2, 4, 8)
 
 
 class UnknownRankError(KibitzError, ValueError):
@@ -103,9 +105,6 @@ class GoRankPolicyConfig:
         if d["symmetries"] == 1:
             del d["symmetries"]
         return d
-
-
-SYMMETRY_COUNTS = (1, 2, 4, 8)
 
 
 def board_symmetry(x: torch.Tensor, s: int, *, inverse: bool = False) -> torch.Tensor:
