@@ -68,10 +68,9 @@ def main() -> None:
 def report(evaluation: PolicyEvaluation) -> None:
     """The tables, then the own-rank figures over every group's positions (#28's target)."""
     print(evaluation.to_markdown())
-    n = evaluation.positions
-    accuracy = float(n @ evaluation.accuracy / n.sum())
-    loglik = float(n @ evaluation.loglik / n.sum())
-    print(f"\nown rank, all groups: {accuracy:.2f} % / {loglik:.4f} over {n.sum():,} positions")
+    accuracy, loglik = evaluation.pooled()
+    n = int(evaluation.positions.sum())
+    print(f"\nown rank, all groups: {accuracy:.2f} % / {loglik:.4f} over {n:,} positions")
 
 
 if __name__ == "__main__":

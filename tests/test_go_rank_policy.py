@@ -43,12 +43,6 @@ KATAGO_TRUNK = "katago-g170-b6c96"
 SMALL_POLICY = "kibitz-go-policy-4x32"
 
 
-def pooled(result: PolicyEvaluation) -> tuple[float, float]:
-    """Own-rank accuracy (%) and mean log-likelihood over all of ``result``'s moves."""
-    w = result.positions / result.positions.sum()
-    return float(w @ result.accuracy), float(w @ result.loglik)
-
-
 def far_end_gap(result: PolicyEvaluation) -> np.ndarray:
     """(B,) per games' group: mean log-likelihood at its own conditioning minus at the end of
     the rank range farther from it (issue 8's matrix)."""
@@ -140,7 +134,7 @@ def test_small_policy_quality_and_rank_conditioning_on_held_out_games():
     assert entry.format == "kibitz-go-policy" and entry.game == "go"
     net = load_net(SMALL_POLICY)
     result = evaluate_policy(net, evaluation_pool("go", HELD_OUT_READ, 16))
-    overall, _ = pooled(result)
+    overall, _ = result.pooled()
     assert overall >= SHIPPED_MIN_ACCURACY
     assert np.all(result.loglik > -np.log(362))  # better than uniform over all points
     gap = far_end_gap(result)
@@ -170,7 +164,7 @@ def test_katago_trunk_policy_beats_the_4x32_on_the_same_held_out_moves(
     assert entry.format == "kibitz-go-policy" and entry.game == "go"
     old, new = evaluate_policy(load_net(SMALL_POLICY), held_out_pool), shipped_on_held_out
     np.testing.assert_array_equal(new.positions, old.positions)  # the same moves
-    (acc_old, ll_old), (acc_new, ll_new) = pooled(old), pooled(new)
+    (acc_old, ll_old), (acc_new, ll_new) = old.pooled(), new.pooled()
     own_best = new.matrix_loglik.argmax(axis=0) == np.arange(len(new.groups))
     print(
         f"{int(new.positions.sum())} moves: accuracy {acc_old:.2f} -> {acc_new:.2f} %, loglik "
@@ -201,7 +195,7 @@ def test_next_policy_continues_the_shipped_one_and_reads_moves_better(
     assert header["train"]["steps"] == 3751 and positions_trained(header["train"]) == 656_064
     assert header["trunk"]["sha256"] == model_registry.resolve(KATAGO_TRUNK).sha256
     old, new = shipped_on_held_out, evaluate_policy(load_net(NEXT_POLICY), held_out_pool)
-    (acc_old, ll_old), (acc_new, ll_new) = pooled(old), pooled(new)
+    (acc_old, ll_old), (acc_new, ll_new) = old.pooled(), new.pooled()
     own_best = [int((r.matrix_loglik.argmax(axis=0) == np.arange(11)).sum()) for r in (old, new)]
     print(
         f"{int(new.positions.sum())} moves: accuracy {acc_old:.2f} -> {acc_new:.2f} %, loglik "

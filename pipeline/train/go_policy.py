@@ -165,6 +165,11 @@ class PolicyEvaluation:
             groups=tuple(d["groups"]), positions=np.asarray(d["positions"], np.int64), **arrays
         )
 
+    def pooled(self) -> tuple[float, float]:
+        """Own-rank accuracy (%) and mean log-likelihood over every group's moves (#28's target)."""
+        w = self.positions / self.positions.sum()
+        return float(w @ self.accuracy), float(w @ self.loglik)
+
     def to_markdown(self) -> str:
         lines = [
             "| rank group | positions | accuracy % (own rank) | mean log-likelihood |",
