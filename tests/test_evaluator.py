@@ -20,7 +20,9 @@ from pipeline.nets.backend_io import BackendUnavailableError, EvaluatorInputErro
 from pipeline.nets.evaluator import (
     OnnxEvaluator,
     TorchEvaluator,
+    graph_batch,
     make_evaluator,
+    pad_rows,
     runnable_precision,
     runs_natively,
 )
@@ -188,3 +190,61 @@ def test_compiled_evaluator_matches_eager_at_every_batch_size(real_planes):
         assert np.abs(got[name] - expected[name]).max() < 1e-4
     with pytest.raises(ValueError, match="compile applies to the torch backend"):
         make_evaluator(net, backend="onnx", compile=True)
+
+
+def test_padded_batches_give_the_unpadded_rows(real_planes):
+    """CUDA-graph replay runs every batch at a fixed size (graph_batch), its last real row
+    repeated (pad_rows): Maia's logits for the real rows are those of the unpadded batch, since
+    the rows of an inference batch never mix. 40 positions at sizes 64 and 256."""
+    net = maia(1500).eval()
+    planes = torch.from_numpy(real_planes)
+    with torch.inference_mode():
+        expected = net(planes)
+        for size in (graph_batch(40, 64), graph_batch(40, 4096)):
+            padded = pad_rows(planes, size)
+            assert padded.shape[0] == size and padded[40:].equal(
+                planes[-1:].expand(size - 40, -1, -1, -1)
+            )
+            for got, want in zip(net(padded), expected, strict=True):
+                assert (got[:40] - want).abs().max() < 1e-4
+    assert [graph_batch(n, 4096) for n in (4096, 2049, 2048, 257, 256, 1)] == [
+        4096,
+        4096,
+        2048,
+        512,
+        256,
+        256,
+    ]
+    assert graph_batch(10, 16) == 16  # a bank batch below 256 is the one size
+
+
+def test_cuda_graphs_need_compile_and_a_gpu():
+    """CUDA graphs replay compiled kernels on a GPU; elsewhere the evaluator says so rather than
+    silently running another engine."""
+    net = maia(1100)
+    with pytest.raises(BackendUnavailableError, match="need compile and a CUDA device"):
+        make_evaluator(net, cuda_graphs=True, compile=True, device="cpu")
+    with pytest.raises(BackendUnavailableError, match="need compile and a CUDA device"):
+        make_evaluator(net, cuda_graphs=True, device="cuda")
+    with pytest.raises(ValueError, match="compile applies to the torch backend"):
+        make_evaluator(net, backend="onnx", cuda_graphs=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_graph_evaluator_matches_compiled_at_every_batch_size(real_planes):
+    """On a GPU, replayed graphs give the compiled net's FP16 logits for full, short and
+    one-row batches (40 rows in batches of 16, then 7 and 1 rows), each output its own copy."""
+    net = maia(1500)
+    compiled = make_evaluator(net, device="cuda", precision="fp16", max_batch=16, compile=True)
+    graphs = make_evaluator(
+        net, device="cuda", precision="fp16", max_batch=16, compile=True, cuda_graphs=True
+    )
+    for rows in (40, 7, 1):
+        want = compiled({"planes": real_planes[:rows]})
+        got = graphs({"planes": real_planes[:rows]})
+        assert np.abs(got["policy"] - want["policy"]).max() < 5e-2
+        assert (got["policy"].argmax(1) == want["policy"].argmax(1)).mean() >= 0.95
+    first = graphs.run_on_device({"planes": torch.from_numpy(real_planes[:16])})["policy"].clone()
+    held = graphs.run_on_device({"planes": torch.from_numpy(real_planes[:16])})["policy"]
+    graphs.run_on_device({"planes": torch.from_numpy(real_planes[16:32])})
+    assert held.equal(first)  # not overwritten by the next replay

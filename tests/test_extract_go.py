@@ -453,17 +453,24 @@ def test_precision_is_a_config_entry_that_changes_the_hash():
 
 
 def test_compile_changes_the_hash_only_when_on():
-    """Compiled nets fuse other kernels (other roundings), so a compiled run is another config;
-    off, the hash is the one written before the option: the shipped kibitz-meta-go's features
-    (the preset at BF16) stay ce5f217fcc2c8772."""
+    """Compiled nets fuse other kernels (other roundings), and CUDA graphs run them at padded
+    batch sizes (other cuDNN algorithms), so each is another config; off, the hash is the one
+    written before the options: the shipped kibitz-meta-go's features (the preset at BF16) stay
+    ce5f217fcc2c8772."""
     config = preset("go")
     config.precision = "bf16"
     assert config.config_hash() == "ce5f217fcc2c8772"
     config.compile = True
-    assert config.config_hash() != "ce5f217fcc2c8772"
+    compiled = config.config_hash()
+    assert compiled != "ce5f217fcc2c8772"
+    config.cuda_graphs = True
+    assert config.validate().config_hash() not in (compiled, "ce5f217fcc2c8772")
     raw = _base_config()
     raw.update(compile=True, backend="onnx")
     with pytest.raises(ConfigError, match="compile applies to the torch backend"):
+        config_from_dict(raw)
+    raw.update(compile=False, cuda_graphs=True, backend="torch")
+    with pytest.raises(ConfigError, match="cuda_graphs replays compiled nets"):
         config_from_dict(raw)
 
 

@@ -2,7 +2,10 @@
 # One GPU call for chess's steady state over more than a million positions (issue #30, item 2):
 # `../shared` holds 776,743 chess positions, so the Lichess testing split is repeated with each
 # copy's Site id made unique (bench/bench_ingest_dump.py's dump), ingested, and extracted with
-# the value-net preset twice, eager and then `--compile`. The eager run is the fresh node's
+# the value-net preset three times: eager, `--compile`, and `--cuda-graphs` (compiled nets
+# replayed as CUDA graphs over padded batches, never run in an extraction yet; its GPU test is
+# tests/test_evaluator.py::test_cuda_graph_evaluator_matches_compiled_at_every_batch_size,
+# which this call runs first). The eager run is the fresh node's
 # first: its driver compiles the numba encoders once before the workers start
 # (`Extraction.compile_encoders`), where on 27 November every worker compiled them (121 CPU-s
 # of encoding against 4.5 warm, docs/gpu.md), so its `stage_s.encode` shows whether that cost
@@ -31,8 +34,14 @@ from bench_ingest_dump import build_dump, load_games
 build_dump(load_games(Path(sys.argv[1])), int(sys.argv[2]), Path(sys.argv[3]))" \
     "$split" "$games" $work/dump.pgn.zst
 kibitz ingest chess $work/dump.pgn.zst --out $work/g --no-progress | tail -2
-for run in eager compile; do
-    flag=$([ $run = compile ] && echo --compile || true)
+runs="eager compile"
+if nvidia-smi -L >/dev/null 2>&1; then  # CUDA graphs: a GPU only (CPU evaluators refuse them)
+    runs="$runs graphs"
+    python3 -m pytest -q -p no:cacheprovider tests/test_evaluator.py -k cuda_graph 2>&1 | tail -2 \
+        || echo "pytest did not run"
+fi
+for run in $runs; do
+    flag=$(case $run in compile) echo --compile ;; graphs) echo --cuda-graphs ;; esac)
     kibitz extract chess --games $work/g --out $work/f-$run --config $config $flag $max \
         --no-progress | tail -1
     cp $work/f-$run/_summary.json "$OUT/summary-chess-$run.json"

@@ -42,8 +42,10 @@ def _run(args: argparse.Namespace) -> int:
         config.backend = args.backend
     if args.precision:
         config.precision = args.precision
-    if args.compile:
+    if args.compile or args.cuda_graphs:
         config.compile = True
+    if args.cuda_graphs:
+        config.cuda_graphs = True
     if args.nodes:
         config.value.nodes = args.nodes
     config.validate()
@@ -103,6 +105,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--compile",
         action="store_true",
         help="torch.compile the nets (torch backend; 1.5-2.5x the nets on a GPU, docs/gpu.md)",
+    )
+    parser.add_argument(
+        "--cuda-graphs",
+        action="store_true",
+        help="--compile, and replay each net's batches as CUDA graphs (a GPU; docs/gpu.md)",
     )
     parser.add_argument("--nodes", type=int, help="override Stockfish's node limit")
     parser.add_argument("--max-games", type=int, help="only the first N games (trial runs)")

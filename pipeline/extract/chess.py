@@ -175,6 +175,7 @@ class ChessNetStep:
             backend=config.backend,
             precision=config.precision,
             compile=config.compile,
+            cuda_graphs=config.cuda_graphs,
             batch_size=config.batch_size,
             device=device,
             cache_dir=cache_dir,

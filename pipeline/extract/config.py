@@ -103,6 +103,10 @@ class ExtractConfig:
     # eager FP16 at batch 4096 on an H100 (bench/bench_gpu_engines.py), 1.12x the chess
     # value-net extraction's steady rate (docs/gpu.md); each net compiles on its first batch (~10 s).
     compile: bool = False
+    # with compile, on a GPU: Inductor's reduce-overhead mode, each padded batch shape replayed as
+    # one CUDA graph (pipeline.nets.evaluator.graph_batch): Maia 1.97x eager FP16 against 1.47x
+    # for compile alone (bench/bench_gpu_engines.py); CPU evaluators refuse it.
+    cuda_graphs: bool = False
     # Positions per net call. CPU backends saturate around CPU_BATCH (larger only costs memory);
     # a GPU needs thousands in flight to be busy.
     batch_sizes: dict[str, int] = field(
@@ -145,6 +149,8 @@ class ExtractConfig:
             raise ConfigError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.compile and self.backend != "torch":
             raise ConfigError(f"compile applies to the torch backend, not {self.backend!r}")
+        if self.cuda_graphs and not self.compile:
+            raise ConfigError("cuda_graphs replays compiled nets: set compile: true as well")
         if self.backend not in self.batch_sizes or self.batch_sizes[self.backend] < 1:
             raise ConfigError(f"batch_sizes has no positive entry for backend {self.backend!r}")
         if not self.imitation_nets:
@@ -190,8 +196,9 @@ class ExtractConfig:
         for key in self.SCHEDULING_ONLY:
             d.pop(key)
         d["value"].pop("engines")
-        if not d["compile"]:  # off adds nothing: configs written before the option keep their hash
-            d.pop("compile")
+        for key in ("compile", "cuda_graphs"):  # off adds nothing: older configs keep their hash
+            if not d[key]:
+                d.pop(key)
         d["batch_size"] = d.pop("batch_sizes")[self.backend]
         blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.blake2b(blob, digest_size=8).hexdigest()

@@ -178,6 +178,7 @@ class GoNetStep:
             backend=config.backend,
             precision=config.precision,
             compile=config.compile,
+            cuda_graphs=config.cuda_graphs,
             batch_size=config.batch_size,
             device=device,
             cache_dir=cache_dir,

@@ -125,6 +125,7 @@ class NetBank:
         precision: str,
         batch_size: int,
         compile: bool = False,  # torch backend: torch.compile each net (ExtractConfig.compile)
+        cuda_graphs: bool = False,  # and replay them as CUDA graphs (ExtractConfig.cuda_graphs)
         device: str | None = None,
         cache_dir: Path | None = None,
         threads: int | None = None,  # CPU: torch threads; None or 0: torch's default
@@ -154,6 +155,7 @@ class NetBank:
                 device=self.device,
                 precision=precision,
                 compile=compile,
+                cuda_graphs=cuda_graphs,
                 cache_dir=cache_dir,
                 max_batch=batch_size,
                 num_threads=(threads or None) if self.device == "cpu" else None,
