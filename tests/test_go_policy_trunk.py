@@ -32,6 +32,7 @@ from pipeline.core import settings
 from pipeline.go_game import spec as go_spec
 from pipeline.nets import katago_model_file, katago_net
 from pipeline.nets.check_go import ProfileError, check_net, read_games
+from pipeline.nets.formats import GO_POLICY_FORMAT
 from pipeline.nets.go_rank_policy import (
     GO_POLICY_RANKS,
     GoRankPolicyConfig,
@@ -50,7 +51,7 @@ from pipeline.nets.onnx_export import net_fingerprint
 from pipeline.nets.registry import find_entry
 from pipeline.train.go_policy import GoPolicyTrainConfig, policy_loss, position_ranks
 from pipeline.train.go_policy import train as train_policy
-from pipeline.train.loop import set_lr
+from pipeline.train.loop import initial_weights, set_lr
 from pipeline.train.sscore_batches import build_pool
 
 KATAGO = "katago-g170-b6c96"
@@ -272,6 +273,12 @@ def test_a_finished_run_resumed_with_symmetries_exports_its_weights_averaged_ove
     assert (one.config.symmetries, averaged.config.symmetries) == (1, 8)
     # the same weights run another way: ONNX exports and engines are cached apart
     assert net_fingerprint(one) != net_fingerprint(averaged)
+    # ... and a one-orientation run may start from them (--init-from checks weights, not how a
+    # net runs)
+    weights, _ = initial_weights(
+        str(run / "model.kibitz.pt"), GO_POLICY_FORMAT, one.config.to_dict(), one
+    )
+    assert all(torch.equal(weights[k], v) for k, v in before.items())
     spatial, global_ = _inputs(pool, np.arange(0, len(pool), 23))
     b = len(spatial)
 

@@ -263,24 +263,19 @@ def positions_trained(train: dict[str, Any]) -> int:
     return own + (int(init["positions"]) if init else 0)
 
 
-# Header entries of a net config that set how it runs, not its weights' shape (the Go policy's
-# board symmetries): a run may start from a model whatever they say.
-INFERENCE_ONLY = ("symmetries",)
-
-
-def _shape(net_config: dict[str, Any] | None) -> dict[str, Any] | None:
-    if net_config is None:
-        return None
-    return {k: v for k, v in net_config.items() if k not in INFERENCE_ONLY}
+def _weight_shapes(net: nn.Module) -> dict[str, tuple[int, ...]]:
+    return {name: tuple(t.shape) for name, t in net.state_dict().items()}
 
 
 def initial_weights(
-    name_or_path: str, fmt: str, net_config: dict[str, Any]
+    name_or_path: str, fmt: str, net_config: dict[str, Any], built: nn.Module
 ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """(state_dict, record) of the model a new run starts from (``--init-from``).
 
-    The model must be of format ``fmt`` with exactly this net shape: anything else would load
-    only part of the weights, and a run that silently starts half-trained is worse than an error.
+    The model must be of format ``fmt`` with exactly the weights of ``built``, the run's net:
+    anything else would load only part of them, and a run that silently starts half-trained is
+    worse than an error. Settings of how a net runs rather than of its weights (the Go policy's
+    board symmetries) may differ.
     """
     from pipeline.nets.loading import load_net
     from pipeline.nets.registry import model_sha256
@@ -291,7 +286,7 @@ def initial_weights(
         raise ValueError(
             f"--init-from {name_or_path!r} is a {header.get('format')!r} model, expected {fmt!r}"
         )
-    if _shape(header.get("net")) != _shape(net_config):
+    if _weight_shapes(net) != _weight_shapes(built):
         raise ValueError(
             f"--init-from {name_or_path!r} has net {header.get('net')!r}; this run builds "
             f"{net_config!r} (set --blocks/--channels to match)"
@@ -325,7 +320,8 @@ def start_run(
     commands, which the model card lists.
 
     A new run with ``settings.init_from`` starts from that model's weights instead of random
-    ones; ``init_shape`` = (format, net config dict) is what the model must match.
+    ones; ``init_shape`` = (format, net config dict): the model must be of that format with the
+    built net's weights exactly (the dict names the run's net in the error).
     ``param_groups(net)``: AdamW's parameter groups (each may carry an ``lr_scale``, see
     :func:`set_lr`); default one group of all the net's parameters.
     """
@@ -336,7 +332,7 @@ def start_run(
     if settings.init_from and not resume:
         if init_shape is None:
             raise ValueError("init_from needs the run's model format and net config")
-        weights, init = initial_weights(settings.init_from, *init_shape)
+        weights, init = initial_weights(settings.init_from, *init_shape, net)
         net.load_state_dict(weights)
         logger.info("starting from %s (sha256 %s)", settings.init_from, init["sha256"])
     optimizer = torch.optim.AdamW(
