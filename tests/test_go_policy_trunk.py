@@ -306,6 +306,36 @@ def test_a_finished_run_resumed_with_symmetries_exports_its_weights_averaged_ove
         GoRankPolicyConfig(symmetries=3)
 
 
+def test_rank_layers_refit_only_the_per_rank_layers_of_a_trained_policy(trained, tmp_path):
+    """``--trunk-mode rank-layers --init-from POLICY`` trains the per-rank layers alone on the
+    policy's own shared features: the trunk, the head conv and its batch norm (statistics too)
+    leave the run bit for bit as they came, the rank layers move, and the card says so. Without
+    ``--init-from`` there are no trained features to refit on, and the run is refused."""
+    out, _ = trained
+    run = tmp_path / "refit"
+    argv = [
+        "train", "policy", "go", "--games", str(out.parent / "games-go"), "--out", str(run),
+        "--trunk", KATAGO, "--trunk-mode", "rank-layers", "--head-channels", "8",
+        "--init-from", str(out / "model.kibitz.pt"),
+        "--max-steps", "3", "--warmup-steps", "1", "--batch-size", "8", "--lr", "0.01",
+        "--positions-per-instance", "4", "--max-validation-games", "4",
+        "--evaluation-positions", "2", "--no-progress",
+        "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    header, state = read_model_file(run / "model.kibitz.pt")
+    _, before = read_model_file(out / "model.kibitz.pt")
+    assert header["trunk"]["mode"] == "rank-layers" and header["trunk"]["lr_scale"] is None
+    rank_layers = ("gamma.", "beta.", "weight.", "pass_weight.", "bias.")
+    moved = {k for k in before if not torch.equal(state[k], before[k])}
+    assert moved and all(k.startswith(rank_layers) for k in moved), sorted(moved)
+    assert any(k.startswith("bias.delta") for k in moved)  # a trained rank's own parameters
+    card = (run / "MODEL_CARD.md").read_text()
+    assert "only the per-rank layers trained" in card
+    with pytest.raises(TrunkError, match="name the policy with --init-from"):
+        GoPolicyTrainConfig(trunk=KATAGO, trunk_mode="rank-layers")
+
+
 def _first_games(group: str, n: int) -> tuple[pa.Table, str]:
     """The first ``n`` games of a candidating collection as a games table, and their SGF text."""
     path = settings.data_dir() / CANDIDATING / f"{group}.sgf"

@@ -19,7 +19,8 @@ run is tracked in the project's MLflow store (``$KIBITZ_HOME/mlflow.db`` unless
 shape) with a fresh schedule, to train a shipped model further or on other games. ``policy
 --trunk KATAGO`` puts the rank head on a registered KataGo net's trunk (copied exactly; its
 weights end up in the exported file) instead of Kibitz's own, ``--trunk-mode`` frozen (the
-head alone trains) or finetune (the trunk too, at ``--trunk-lr-scale`` × the LR).
+head alone trains), finetune (the trunk too, at ``--trunk-lr-scale`` × the LR) or rank-layers
+(with ``--init-from`` a trained policy: only its per-rank layers refit, on its own features).
 ``--symmetries N`` makes the exported policy average its features over N board symmetries.
 ``--register NAME --models-root DIR`` then copies the model into ``DIR/NAME`` and adds it to
 ``DIR/registry.yaml``, after which ``kibitz models list`` shows it and ``load_net(NAME)`` loads it
@@ -71,7 +72,8 @@ POLICY_OPTIONS: tuple[Option, ...] = (
     ("--head-channels", int, "width of the per-rank FiLM head (default 32)"),
     ("--trunk", str, "start from this KataGo net's trunk (registry name or .bin.gz), e.g."
      " katago-g170-b6c96; default: Kibitz's own trunk, from scratch"),
-    ("--trunk-mode", str, "with --trunk: frozen (only the head trains, default) or finetune"),
+    ("--trunk-mode", str, "with --trunk: frozen (only the head trains, default), finetune, or"
+     " rank-layers (only the per-rank layers, on the --init-from policy's own features)"),
     ("--trunk-lr-scale", float, "finetune: the trunk's LR is the head's times this (default 0.1)"),
     ("--symmetries", int, "board symmetries (1, 2, 4, 8) the exported model averages over at"
      " inference, n trunk passes a position; training sees one (default 1). A finished run"

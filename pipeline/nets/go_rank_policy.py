@@ -46,8 +46,10 @@ from pipeline.nets.sscore_net import ResidualTrunk
 
 # 10k … 1k, 1d … 9d, weakest first (keep in sync with docs/train.md).
 GO_POLICY_RANKS = tuple([f"{n}k" for n in range(10, 0, -1)] + [f"{n}d" for n in range(1, 10)])
-# How training treats a KataGo trunk: "frozen" trains the head only, "finetune" the trunk too.
-TRUNK_MODES = ("frozen", "finetune")
+# How training treats a KataGo trunk: "frozen" trains the head only, "finetune" the trunk too,
+# "rank-layers" only the per-rank layers on a trained policy's shared features (trunk and head
+# conv frozen): a refit of its rank layers to the features its trunk ended with.
+TRUNK_MODES = ("frozen", "finetune", "rank-layers")
 # How many of the board's symmetries (:func:`board_symmetry`) a policy may average over.
 SYMMETRY_COUNTS = (1, 2, 4, 8)
 
@@ -156,7 +158,7 @@ class GoRankPolicyNet(nn.Module):
             if config.trunk_layout is None
             else _katago_trunk(config)
         )
-        self.trunk_frozen = False
+        self.frozen: list[nn.Module] = []  # kept in eval mode, no gradient (freeze_trunk)
         self.head_conv = nn.Conv2d(c, h, 3, padding=1, bias=False)
         self.head_bn = nn.BatchNorm2d(h)
         self.gamma = RankParameter((h,), t, base_init=1.0)
@@ -176,21 +178,35 @@ class GoRankPolicyNet(nn.Module):
         """Train the head only: the trunk's weights take no gradient (so the optimiser never
         touches them and no activations are kept for a backward pass through it), and it stays in
         eval mode (batch norms keep their statistics)."""
-        self.trunk.requires_grad_(False)
-        self.trunk_frozen = True
-        self.trunk.eval()
+        self._freeze(self.trunk)
+
+    def freeze_features(self) -> None:
+        """Train the per-rank layers only: the trunk and the shared head conv and batch norm
+        (:meth:`features`, rank-independent) are frozen as :meth:`freeze_trunk` freezes the
+        trunk, so the rank layers refit to the features a trained policy computes."""
+        for module in (self.trunk, self.head_conv, self.head_bn):
+            self._freeze(module)
+
+    def _freeze(self, module: nn.Module) -> None:
+        module.requires_grad_(False)
+        module.eval()
+        self.frozen.append(module)
 
     def train(self, mode: bool = True) -> GoRankPolicyNet:
-        """As nn.Module's, but a frozen trunk stays in eval mode."""
+        """As nn.Module's, but frozen parts stay in eval mode."""
         super().train(mode)
-        if self.trunk_frozen:
-            self.trunk.eval()
+        for module in self.frozen:
+            module.eval()
         return self
 
     def parameter_groups(self, trunk_lr_scale: float) -> list[dict[str, Any]]:
-        """Optimiser groups: the head at the schedule's LR, the trunk's trainable weights (none
+        """Optimiser groups: the head's trainable weights at the schedule's LR, the trunk's (none
         when frozen) at ``trunk_lr_scale`` times it (``lr_scale``, read by the training loop)."""
-        head = [p for name, p in self.named_parameters() if not name.startswith("trunk.")]
+        head = [
+            p
+            for name, p in self.named_parameters()
+            if not name.startswith("trunk.") and p.requires_grad
+        ]
         trunk = [p for p in self.trunk.parameters() if p.requires_grad]
         groups = [{"params": head, "lr_scale": 1.0}]
         if trunk:

@@ -13,7 +13,8 @@ a (its representative rank), games of group b" whose diagonal should be best per
 
 The trunk is Kibitz's residual tower trained from scratch (the default), or with ``trunk`` a
 registered KataGo net's trunk, copied exactly and then frozen (only the rank head trains) or
-fine-tuned with the head at ``trunk_lr_scale`` × the LR. The header's ``trunk`` records the
+fine-tuned with the head at ``trunk_lr_scale`` × the LR; or, from a trained policy
+(``init_from``), only its per-rank layers refit on its own features (``rank-layers``). The header's ``trunk`` records the
 KataGo net (registry name, sha256, licence) and the mode; the exported file holds the trunk's
 weights, so loading it never needs the KataGo file.
 
@@ -87,7 +88,9 @@ class GoPolicyTrainConfig(TrainSettings):
     # Registry name (or .bin.gz path) of a KataGo net whose trunk the policy starts from;
     # None: Kibitz's residual trunk of blocks × channels, trained from scratch.
     trunk: str | None = None
-    trunk_mode: str = "frozen"  # with a trunk: "frozen" (head only) or "finetune" (trunk too)
+    # with a trunk: "frozen" (head only), "finetune" (trunk too) or "rank-layers" (the per-rank
+    # layers only, on the shared features of the --init-from policy)
+    trunk_mode: str = "frozen"
     trunk_lr_scale: float = 0.1  # finetune: the trunk's LR is the schedule's times this
     # Board symmetries the exported model averages its features over (GoRankPolicyConfig):
     # the final evaluation and the model run so; training sees one orientation.
@@ -98,6 +101,11 @@ class GoPolicyTrainConfig(TrainSettings):
             raise TrunkError(f"trunk mode {self.trunk_mode!r} is not one of {TRUNK_MODES!r}")
         if not self.trunk_lr_scale > 0:
             raise TrunkError(f"trunk LR scale must be > 0, got {self.trunk_lr_scale!r}")
+        if self.trunk_mode == "rank-layers" and not self.init_from:
+            raise TrunkError(
+                "trunk mode 'rank-layers' refits a trained policy's rank layers on its own "
+                "features: name the policy with --init-from"
+            )
 
     def net_config(self) -> GoRankPolicyConfig:
         """The shape of Kibitz's own trunk and head (a KataGo trunk: :func:`katago_trunk_config`)."""
@@ -106,7 +114,7 @@ class GoPolicyTrainConfig(TrainSettings):
     def resume_keys(self) -> dict[str, Any]:
         """As every trainer's, less the settings this run does not use: without a trunk the
         trunk settings (so checkpoints written before trunks existed still resume), with one
-        blocks × channels (the trunk has its KataGo net's shape), frozen its LR scale."""
+        blocks × channels (the trunk has its KataGo net's shape), unless fine-tuned its LR scale."""
         keys = super().resume_keys()
         # symmetries: how the exported model runs, so a finished run resumed with another
         # count re-exports the same weights
@@ -114,7 +122,7 @@ class GoPolicyTrainConfig(TrainSettings):
         unused += (
             ("blocks", "channels") if self.trunk else ("trunk", "trunk_mode", "trunk_lr_scale")
         )
-        if self.trunk and self.trunk_mode == "frozen":
+        if self.trunk and self.trunk_mode != "finetune":
             unused += ("trunk_lr_scale",)
         return {k: v for k, v in keys.items() if k not in unused}
 
@@ -493,6 +501,8 @@ def train(
         built = policy_on_katago_trunk(source.net, config.head_channels)
         if config.trunk_mode == "frozen":
             built.freeze_trunk()
+        elif config.trunk_mode == "rank-layers":
+            built.freeze_features()
         return built
 
     net, optimizer, state = start_run(

@@ -369,11 +369,15 @@ def go_policy_card(header: dict[str, Any], name: str) -> str:
 
 def _katago_trunk_text(net: dict[str, Any], trunk: dict[str, Any]) -> str:
     """What a policy on a KataGo trunk is made of: the net, its sha256, the training mode."""
-    mode = (
-        "kept frozen (only the rank head trained)"
-        if trunk["mode"] == "frozen"
-        else f"fine-tuned with the head, at {trunk['lr_scale']:g} × the head's learning rate"
-    )
+    if trunk["mode"] == "frozen":
+        mode = "kept frozen (only the rank head trained)"
+    elif trunk["mode"] == "rank-layers":
+        mode = (
+            "trained as below; in the last run only the per-rank layers trained, on the shared "
+            "features (trunk and head conv frozen) of the policy it started from"
+        )
+    else:
+        mode = f"fine-tuned with the head, at {trunk['lr_scale']:g} × the head's learning rate"
     return (
         f"Trunk: KataGo's `{trunk['katago_model']}` (model version {trunk['model_version']}, "
         f"{net['blocks']} residual blocks × {net['channels']} channels; `{trunk['model']}`, "
