@@ -2,8 +2,8 @@
 # One GPU call for issue #28 item 1: kibitz-go-policy-next (KataGo g170's trunk with the rank
 # head: kibitz-go-policy trained further on a CPU, 656,000 positions in all) trained further on
 # the GPU, trunk and head together, then scored held out beside the net it started from
-# (bench/go_policy_held_out.py, 4 moves per player instance of the testing evaluation split and
-# of candidating/, as docs/train.md's table). Run from the
+# (bench/go_policy_held_out.py, 16 moves per player instance of the testing evaluation split and
+# of candidating/: at 4 a column's own-group margin was within its noise, docs/train.md). Run from the
 # repository root with site-ray, site-run, site-train and
 # `bash infra/gpu/kit.sh --shared-only models/katago data/go/fox-selected/testing
 # data/go/fox-selected/by-player data/go/fox-selected/candidating` carried (docs/gpu.md gives the
@@ -52,19 +52,19 @@ kibitz train policy go --games $work/games --out $run --init-from kibitz-go-poli
 echo "trained at $((SECONDS - start)) s"
 cp $run/model.kibitz.pt $run/model.yaml $run/MODEL_CARD.md $run/model.onnx "$OUT/"
 cp $run/checkpoints/last.pt "$OUT/go-policy-last.pt"
-python3 bench/go_policy_held_out.py --model $run/model.kibitz.pt --positions 4 \
+python3 bench/go_policy_held_out.py --model $run/model.kibitz.pt --positions 16 \
     --device "$device" | tee "$OUT/held-out.txt"
 echo "scored at $((SECONDS - start)) s"
 # The same moves with the features averaged over the board's 8 symmetries (8 trunk passes a
 # move; docs/train.md: four gave kibitz-go-policy-next +0.77 points, 34 millinats a move).
 if [ "$(left)" -gt 60 ]; then
-    python3 bench/go_policy_held_out.py --model $run/model.kibitz.pt --positions 4 \
+    python3 bench/go_policy_held_out.py --model $run/model.kibitz.pt --positions 16 \
         --symmetries 8 --device "$device" | tee "$OUT/held-out-8.txt"
 fi
 # The net it started from on the same moves and device, while time is left (its CPU figures
 # are in docs/train.md).
 if [ "$(left)" -gt 60 ]; then
-    python3 bench/go_policy_held_out.py --model kibitz-go-policy-next --positions 4 \
+    python3 bench/go_policy_held_out.py --model kibitz-go-policy-next --positions 16 \
         --device "$device" | tee "$OUT/held-out-start.txt"
 fi
 echo "all done at $((SECONDS - start)) s"
