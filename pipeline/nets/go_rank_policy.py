@@ -158,7 +158,8 @@ class GoRankPolicyNet(nn.Module):
             if config.trunk_layout is None
             else _katago_trunk(config)
         )
-        self.frozen: list[nn.Module] = []  # kept in eval mode, no gradient (freeze_trunk)
+        # parts kept in eval mode without gradient (freeze_trunk, freeze_features)
+        self.frozen: list[nn.Module] = []
         self.head_conv = nn.Conv2d(c, h, 3, padding=1, bias=False)
         self.head_bn = nn.BatchNorm2d(h)
         self.gamma = RankParameter((h,), t, base_init=1.0)

@@ -14,9 +14,9 @@ a (its representative rank), games of group b" whose diagonal should be best per
 The trunk is Kibitz's residual tower trained from scratch (the default), or with ``trunk`` a
 registered KataGo net's trunk, copied exactly and then frozen (only the rank head trains) or
 fine-tuned with the head at ``trunk_lr_scale`` × the LR; or, from a trained policy
-(``init_from``), only its per-rank layers refit on its own features (``rank-layers``). The header's ``trunk`` records the
-KataGo net (registry name, sha256, licence) and the mode; the exported file holds the trunk's
-weights, so loading it never needs the KataGo file.
+(``init_from``), only its per-rank layers refit on its own features (``rank-layers``). The
+header's ``trunk`` records the KataGo net (registry name, sha256, licence) and the mode; the
+exported file holds the trunk's weights, so loading it never needs the KataGo file.
 
     kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy --max-minutes 40
     kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy-katago \
