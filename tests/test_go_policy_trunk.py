@@ -160,6 +160,38 @@ def test_finetune_moves_the_trunk_at_its_own_learning_rate(katago, pool):
     assert head_step == pytest.approx(1e-3, rel=0.01)
 
 
+def test_random_symmetries_turn_each_board_and_turn_its_features_back(katago, pool):
+    """``--random-symmetries``: each board of a batch goes through the trunk under its own
+    symmetry and its features come back in the board's own orientation and the batch's order:
+    row b equals that one board turned by hand, run alone and turned back, and all-identity is
+    the plain forward. The loss reaches the trunk through the turns."""
+    torch.manual_seed(0)
+    net = policy_on_katago_trunk(katago, head_channels=8).eval()
+    rows = np.arange(0, len(pool), 11)  # 8 positions
+    spatial, global_ = _inputs(pool, rows)
+    symmetry = torch.tensor([5, 0, 3, 5, 7, 1, 0, 2])  # unsorted, repeated: order must survive
+    with torch.inference_mode():
+        plain = net.features(spatial, global_)
+        identity = torch.zeros(len(rows), dtype=torch.long)
+        torch.testing.assert_close(net.turned_features(spatial, global_, identity), plain)
+        mixed = net.turned_features(spatial, global_, symmetry)
+        for b, s in enumerate(symmetry.tolist()):
+            alone = net.features(board_symmetry(spatial[b : b + 1], s), global_[b : b + 1])
+            by_hand = board_symmetry(alone.unflatten(2, (19, 19)), s, inverse=True).flatten(2)
+            torch.testing.assert_close(mixed[b : b + 1], by_hand, atol=1e-4, rtol=1e-4)
+            # the fresh head conv's 3×3 kernels are not symmetric, so a turned board's features
+            # differ from the plain ones (by 3.2-4.8 here): the turn happened
+            gap = (mixed[b] - plain[b]).abs().max().item()
+            assert (gap < 1e-5) == (s == 0), (s, gap)
+    net.train()
+    loss, _ = policy_loss(net, pool, rows, position_ranks(pool)[rows], symmetry.numpy())
+    loss.backward()
+    assert net.trunk.trunk.initial_conv.weight.grad.abs().sum() > 0
+    # a run without it resumes checkpoints written before the option existed
+    assert "random_symmetries" not in GoPolicyTrainConfig().resume_keys()
+    assert GoPolicyTrainConfig(random_symmetries=True).resume_keys()["random_symmetries"]
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, katago):
     """``kibitz train policy go --trunk katago-g170-b6c96`` (frozen) for 3 steps of 8 positions on

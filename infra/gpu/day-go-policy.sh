@@ -14,6 +14,8 @@
 # SECONDS: the call's budget (default 540); STEPS × BATCH: the run's length (default 3000 × 256,
 # 768,000 positions: a whole cosine schedule that fits the call, where the time budget would
 # stop a longer one before its learning rate came down); MAX_TRAIN_GAMES: a check on a CPU.
+# TRAIN_OPTS (environment): more `kibitz train policy` options, e.g.
+# TRAIN_OPTS=--random-symmetries (docs/train.md: trained on random symmetries).
 # Training stops in time to leave 170 s for scoring and packing. Back in $OUT: the model, its
 # card and ONNX, the checkpoint (carry it as .gpu-kit/go-policy-last.pt and the next call
 # resumes: same command, `--resume`), the held-out scores (one orientation, and averaged over
@@ -48,7 +50,7 @@ kibitz train policy go --games $work/games --out $run --init-from kibitz-go-poli
     --batch-size "$batch" --max-steps "$steps" --epoch-steps 500 --max-minutes "$minutes" \
     --max-validation-games 100 --max-evaluation-games 200 --evaluation-positions 16 \
     --device "$device" --seed 3 --no-progress --tracking-uri "sqlite:///$work/mlflow.db" \
-    $max_games $resume 2>&1 | grep -v "^\s*$" | tail -40 | tee "$OUT/train.log"
+    $max_games $resume ${TRAIN_OPTS:-} 2>&1 | grep -v "^\s*$" | tail -40 | tee "$OUT/train.log"
 echo "trained at $((SECONDS - start)) s"
 cp $run/model.kibitz.pt $run/model.yaml $run/MODEL_CARD.md $run/model.onnx "$OUT/"
 cp $run/checkpoints/last.pt "$OUT/go-policy-last.pt"

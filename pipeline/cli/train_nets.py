@@ -21,7 +21,8 @@ shape) with a fresh schedule, to train a shipped model further or on other games
 weights end up in the exported file) instead of Kibitz's own, ``--trunk-mode`` frozen (the
 head alone trains), finetune (the trunk too, at ``--trunk-lr-scale`` × the LR) or rank-layers
 (with ``--init-from`` a trained policy: only its per-rank layers refit, on its own features).
-``--symmetries N`` makes the exported policy average its features over N board symmetries.
+``--symmetries N`` makes the exported policy average its features over N board symmetries;
+``--random-symmetries`` trains on each board under a random one of the 8.
 ``--register NAME --models-root DIR`` then copies the model into ``DIR/NAME`` and adds it to
 ``DIR/registry.yaml``, after which ``kibitz models list`` shows it and ``load_net(NAME)`` loads it
 (see docs/train.md).
@@ -231,7 +232,10 @@ def cmd_train_policy(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    config = GoPolicyTrainConfig(**_overrides(args, SHARED_OPTIONS + POLICY_OPTIONS))
+    config = GoPolicyTrainConfig(
+        random_symmetries=args.random_symmetries,
+        **_overrides(args, SHARED_OPTIONS + POLICY_OPTIONS),
+    )
     trunk = f", on {config.trunk}'s trunk ({config.trunk_mode})" if config.trunk else ""
     return _run(
         args, config, train, game="go",
@@ -283,4 +287,10 @@ def add_parsers(trainers: argparse._SubParsersAction) -> None:
     policy.add_argument("game", choices=["go"])
     _add_common(policy)
     _add_options(policy, POLICY_OPTIONS)
+    policy.add_argument(
+        "--random-symmetries",
+        action="store_true",
+        help="train on each board under a random one of its 8 symmetries, its features turned"
+        " back (the per-point bias keeps the board's own orientation)",
+    )
     policy.set_defaults(func=cmd_train_policy)

@@ -50,7 +50,9 @@ GO_POLICY_RANKS = tuple([f"{n}k" for n in range(10, 0, -1)] + [f"{n}d" for n in 
 # "rank-layers" only the per-rank layers on a trained policy's shared features (trunk and head
 # conv frozen): a refit of its rank layers to the features its trunk ended with.
 TRUNK_MODES = ("frozen", "finetune", "rank-layers")
-# How many of the board's symmetries (:func:`board_symmetry`) a policy may average over.
+# The board's symmetries (:func:`board_symmetry`: four turns, each mirrored or not), and how
+# many of them a policy may average over.
+BOARD_SYMMETRIES = 8
 SYMMETRY_COUNTS = (1, 2, 4, 8)
 
 
@@ -233,6 +235,27 @@ class GoRankPolicyNet(nn.Module):
         x = self.head_bn(self.head_conv(x)).unflatten(0, (n, -1))  # (n, B, H, 19, 19)
         back = [board_symmetry(x[s], s, inverse=True) for s in range(n)]
         return torch.stack(back).mean(dim=0).flatten(2)  # (B, H, 361)
+
+    def turned_features(
+        self, spatial: torch.Tensor, global_: torch.Tensor, symmetry: torch.Tensor
+    ) -> torch.Tensor:
+        """:meth:`features` (one orientation) of each board seen under its own symmetry
+        ``symmetry[b]`` (0-7, :func:`board_symmetry`) and turned back: (B, H, 361).
+
+        Training on random symmetries teaches the trunk and head conv that Go is the same game
+        turned or mirrored. The features come back in the board's own orientation, so the rank
+        layers still learn where players open: their per-point bias is a prior that Fox's custom
+        of opening in the upper right makes orientation-dependent (docs/train.md). One trunk
+        pass for the whole batch: the boards are grouped by symmetry, so it costs 8 turns and 8
+        turns back, none per position.
+        """
+        order = torch.argsort(symmetry, stable=True)
+        counts = torch.bincount(symmetry, minlength=BOARD_SYMMETRIES).tolist()
+        parts = spatial[order].split(counts)
+        turned = torch.cat([board_symmetry(p, s) for s, p in enumerate(parts)])
+        x = self.head_bn(self.head_conv(self.trunk(turned, global_[order])))  # (B, H, 19, 19)
+        back = [board_symmetry(p, s, inverse=True) for s, p in enumerate(x.split(counts))]
+        return torch.cat(back)[torch.argsort(order)].flatten(2)  # (B, H, 361)
 
     def rank_logits(self, h: torch.Tensor, ranks: torch.Tensor | slice) -> torch.Tensor:
         """Logits of the selected ranks from shared features: (B, R', 362)."""

@@ -38,6 +38,7 @@ from pipeline.core import tracking
 from pipeline.go_game import spec as go_spec
 from pipeline.nets.formats import GO_POLICY_FORMAT
 from pipeline.nets.go_rank_policy import (
+    BOARD_SYMMETRIES,
     GO_POLICY_RANKS,
     TRUNK_MODES,
     GoRankPolicyConfig,
@@ -95,6 +96,9 @@ class GoPolicyTrainConfig(TrainSettings):
     # Board symmetries the exported model averages its features over (GoRankPolicyConfig):
     # the final evaluation and the model run so; training sees one orientation.
     symmetries: int = 1
+    # Each training board under a random one of the 8 symmetries, its features turned back
+    # (GoRankPolicyNet.turned_features); validation sees the boards as played.
+    random_symmetries: bool = False
 
     def __post_init__(self) -> None:
         if self.trunk_mode not in TRUNK_MODES:
@@ -119,6 +123,8 @@ class GoPolicyTrainConfig(TrainSettings):
         # symmetries: how the exported model runs, so a finished run resumed with another
         # count re-exports the same weights
         unused: tuple[str, ...] = ("symmetries",)
+        if not self.random_symmetries:  # checkpoints written before it existed still resume
+            unused += ("random_symmetries",)
         unused += (
             ("blocks", "channels") if self.trunk else ("trunk", "trunk_mode", "trunk_lr_scale")
         )
@@ -281,11 +287,24 @@ def _legal_and_target(
 
 
 def policy_loss(
-    net: GoRankPolicyNet, pool: PositionPool, rows: np.ndarray, ranks: np.ndarray
+    net: GoRankPolicyNet,
+    pool: PositionPool,
+    rows: np.ndarray,
+    ranks: np.ndarray,
+    symmetry: np.ndarray | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean cross-entropy at the movers' ranks and the top-1 hits: (scalar, (B,) bool)."""
+    """Mean cross-entropy at the movers' ranks and the top-1 hits: (scalar, (B,) bool).
+
+    ``symmetry``: each board seen under that symmetry (0-7), features turned back
+    (:meth:`GoRankPolicyNet.turned_features`); None: as played.
+    """
     device = module_device(net)
-    h = net.features(*_inputs(pool, rows, device))  # (B, H, 361)
+    inputs = _inputs(pool, rows, device)
+    h = (  # (B, H, 361)
+        net.features(*inputs)
+        if symmetry is None
+        else net.turned_features(*inputs, torch.from_numpy(symmetry).to(device))
+    )
     logits = net.mover_logits(h, torch.from_numpy(ranks).to(device))  # (B, 362)
     mask, target = _legal_and_target(pool, rows, logits.shape[1], device)
     logp = masked_log_softmax(logits, mask)
@@ -527,7 +546,10 @@ def train(
 
     def step(rng: np.random.Generator) -> StepOutput:
         rows = np.sort(usable[rng.integers(0, len(usable), size=config.batch_size)])
-        loss, _ = policy_loss(net, train_pool, rows, ranks[rows])
+        symmetry = (
+            rng.integers(0, BOARD_SYMMETRIES, size=len(rows)) if config.random_symmetries else None
+        )
+        loss, _ = policy_loss(net, train_pool, rows, ranks[rows], symmetry)
         return StepOutput(loss, {}, len(rows))
 
     with tracking.tracked_run(
