@@ -216,6 +216,11 @@ class GoRankPolicyNet(nn.Module):
             groups.append({"params": trunk, "lr_scale": trunk_lr_scale})
         return groups
 
+    def _board_features(self, spatial: torch.Tensor, global_: torch.Tensor) -> torch.Tensor:
+        """Trunk, head conv and batch norm on boards as given: (B, H, 19, 19). The one place
+        the rank-independent stack is composed, whichever orientation the callers turn to."""
+        return self.head_bn(self.head_conv(self.trunk(spatial, global_)))
+
     def features(self, spatial: torch.Tensor, global_: torch.Tensor) -> torch.Tensor:
         """The rank-independent part: (B, H, 361).
 
@@ -227,12 +232,11 @@ class GoRankPolicyNet(nn.Module):
         """
         n = self.config.symmetries
         if n == 1:
-            x = self.trunk(spatial, global_)  # (B, C, 19, 19)
-            return self.head_bn(self.head_conv(x)).flatten(2)  # (B, H, 361)
+            return self._board_features(spatial, global_).flatten(2)  # (B, H, 361)
         views = torch.stack([board_symmetry(spatial, s) for s in range(n)])  # (n, B, C_in, …)
         globals_ = global_.expand(n, *global_.shape)  # (n, B, G)
-        x = self.trunk(views.flatten(0, 1), globals_.flatten(0, 1))  # (nB, C, 19, 19)
-        x = self.head_bn(self.head_conv(x)).unflatten(0, (n, -1))  # (n, B, H, 19, 19)
+        x = self._board_features(views.flatten(0, 1), globals_.flatten(0, 1))  # (nB, H, 19, 19)
+        x = x.unflatten(0, (n, -1))  # (n, B, H, 19, 19)
         back = [board_symmetry(x[s], s, inverse=True) for s in range(n)]
         return torch.stack(back).mean(dim=0).flatten(2)  # (B, H, 361)
 
@@ -253,7 +257,7 @@ class GoRankPolicyNet(nn.Module):
         counts = torch.bincount(symmetry, minlength=BOARD_SYMMETRIES).tolist()
         parts = spatial[order].split(counts)
         turned = torch.cat([board_symmetry(p, s) for s, p in enumerate(parts)])
-        x = self.head_bn(self.head_conv(self.trunk(turned, global_[order])))  # (B, H, 19, 19)
+        x = self._board_features(turned, global_[order])  # (B, H, 19, 19)
         back = [board_symmetry(p, s, inverse=True) for s, p in enumerate(x.split(counts))]
         return torch.cat(back)[torch.argsort(order)].flatten(2)  # (B, H, 361)
 
