@@ -39,6 +39,10 @@ SHIPPED_MIN_ACCURACY = 41.0  # measured 43.6 % over this subset (the quality tes
 # net trained from scratch that was the default before it (docs/train.md).
 TRUNK_POLICY = "kibitz-go-policy"
 NEXT_POLICY = "kibitz-go-policy-next"  # kibitz-go-policy trained further (docs/train.md)
+# kibitz-go-policy-next trained two schedules on random symmetries, their weights averaged
+# (--init-from A,B) and the rank layers refit (docs/train.md)
+SYM_POLICY = "kibitz-go-policy-sym"
+SYM_MIN_GAIN = 0.03  # nats a move over kibitz-go-policy; measured 0.0389 on this subset
 KATAGO_TRUNK = "katago-g170-b6c96"
 SMALL_POLICY = "kibitz-go-policy-4x32"
 
@@ -177,31 +181,48 @@ def test_katago_trunk_policy_beats_the_4x32_on_the_same_held_out_moves(
     assert own_best.sum() >= 7, own_best
 
 
-def test_next_policy_continues_the_shipped_one_and_reads_moves_better(
-    held_out_pool, shipped_on_held_out
-):
-    """``kibitz-go-policy-next`` is ``kibitz-go-policy`` trained further (its header names the
-    shipped file's sha256 as its start) and predicts the same held-out moves better.
-
-    On bench/go_policy_held_out.py's 16,880 moves: own-rank accuracy 50.80 → 51.21 %, mean
-    log-likelihood −1.747 → −1.725, own group best in 4 → 7 of 11 columns (docs/train.md). On
-    the quality test's 7,408 moves (``-rP``): 50.73 → 50.92 %, −1.7277 → −1.7106, own group best
-    in 9 → 6 of 11: neighbouring ranks are still within noise, so that count moves both ways.
-    """
+def test_next_policy_continues_the_shipped_one():
+    """``kibitz-go-policy-next`` is ``kibitz-go-policy`` trained further: its header names the
+    shipped file's sha256 as its start. Held out it read moves better (bench/go_policy_held_out.py's
+    16,880 moves: 50.80 → 51.21 %, −1.747 → −1.725; the quality test's 7,408 moves: 50.73 →
+    50.92 %, −1.7277 → −1.7106; docs/train.md); ``kibitz-go-policy-sym``, which continues it,
+    is the one whose held-out quality is tested (below)."""
     shipped, following = (model_registry.resolve(n) for n in (TRUNK_POLICY, NEXT_POLICY))
     header, _ = read_model_file(following.file)
     start = header["train"]["init_from_model"]
     assert start["sha256"] == shipped.sha256 and start["positions"] == 416_000
     assert header["train"]["steps"] == 3751 and positions_trained(header["train"]) == 656_064
     assert header["trunk"]["sha256"] == model_registry.resolve(KATAGO_TRUNK).sha256
-    old, new = shipped_on_held_out, evaluate_policy(load_net(NEXT_POLICY), held_out_pool)
+
+
+def test_symmetric_policy_is_the_mean_of_two_schedules_and_reads_moves_better(
+    held_out_pool, shipped_on_held_out
+):
+    """``kibitz-go-policy-sym``: its header records the mean of two schedules' ends on the line
+    from ``kibitz-go-policy-next`` (1,091,264 training positions) and a rank-layers refit; it
+    predicts the quality test's held-out moves better than the default it descends from.
+
+    On bench/go_policy_held_out.py's 67,520 moves (``--positions 16``): 51.86 % own-rank
+    matching, −1.6897 (``kibitz-go-policy-next`` 51.40 %, −1.7124), the own group best in 11 of
+    11 columns and every column's log-likelihood falling strictly away from its own group
+    (docs/train.md). On the quality test's 7,408 moves (``-rP``): ``kibitz-go-policy`` 50.73 %,
+    −1.7277; ``kibitz-go-policy-next`` 50.92 %, −1.7106; this net 51.46 %, −1.6888.
+    """
+    header, _ = read_model_file(model_registry.resolve(SYM_POLICY).file)
+    train = header["train"]
+    start = train["init_from_model"]
+    assert start["sha256"].startswith("3373817c") and start["positions"] == 1_091_264
+    assert [m["sha256"][:8] for m in start["averaged_with"]] == ["0976d42c"]
+    assert train["trunk_mode"] == "rank-layers" and train["steps"] == 400
+    assert header["trunk"]["sha256"] == model_registry.resolve(KATAGO_TRUNK).sha256
+    old, new = shipped_on_held_out, evaluate_policy(load_net(SYM_POLICY), held_out_pool)
     (acc_old, ll_old), (acc_new, ll_new) = old.pooled(), new.pooled()
     own_best = [int((r.matrix_loglik.argmax(axis=0) == np.arange(11)).sum()) for r in (old, new)]
     print(
         f"{int(new.positions.sum())} moves: accuracy {acc_old:.2f} -> {acc_new:.2f} %, loglik "
         f"{ll_old:.4f} -> {ll_new:.4f}; own best in {own_best[0]} -> {own_best[1]} of 11"
     )
-    assert ll_new - ll_old > 0.01 and acc_new > acc_old
+    assert ll_new - ll_old > SYM_MIN_GAIN and acc_new - acc_old > 0.5
 
 
 def test_clustered_sem_hand_computed():

@@ -189,6 +189,8 @@ def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(na
         ("kibitz-sscore-go", "sscore"),
         ("kibitz-go-policy", "policy"),
         ("kibitz-go-policy-4x32", "policy"),
+        ("kibitz-go-policy-next", "policy"),
+        ("kibitz-go-policy-sym", "policy"),
         ("kibitz-sscore-chess-levels", "sscore-levels"),
         ("kibitz-sscore-go-levels", "sscore-levels"),
     ],

@@ -1,5 +1,6 @@
-"""``--init-from``: a new run starts from a trained model's weights, checks that the model fits,
-and its header and card record the model it came from."""
+"""``--init-from``: a new run starts from a trained model's weights (or the mean of several
+models' weights), checks that the model fits, and its header and card record the model it came
+from."""
 
 from __future__ import annotations
 
@@ -50,6 +51,41 @@ def test_run_starts_from_the_model_weights_and_records_it(chess_dir, first_model
     assert positions_trained(more.exported.header["train"]) == 2 * 144
     _, weights = read_model_file(more.exported.weights)
     assert any(not torch.equal(weights[k], first[k]) for k in first)
+
+
+def test_several_models_start_the_run_from_the_mean_of_their_weights(
+    chess_dir, first_model, tmp_path
+):
+    # A second line of the same net: 2 more steps from the first model (6 steps, 216 positions).
+    second = train_small(
+        SScoreTrainConfig(**{**SMALL_SSCORE, "init_from": str(first_model.weights)}),
+        chess_dir, tmp_path / "second", stop_after=2, command="kibitz d",
+    ).exported  # fmt: skip
+    names = f"{first_model.weights}, {second.weights}"
+    # --max-steps 0: the mean itself is the model.
+    config = SScoreTrainConfig(**{**SMALL_SSCORE, "init_from": names, "max_steps": 0})
+    soup = train_small(config, chess_dir, tmp_path / "soup").exported
+    _, mean = read_model_file(soup.weights)
+    _, a = read_model_file(first_model.weights)
+    _, b = read_model_file(second.weights)
+    for key, value in mean.items():
+        if value.is_floating_point():  # each weight half of each model's, by hand
+            torch.testing.assert_close(value, a[key] / 2 + b[key] / 2, rtol=0, atol=1e-7)
+        else:  # counters: the last model's
+            assert torch.equal(value, b[key])
+    assert any(not torch.equal(mean[k], b[k]) for k in b if b[k].is_floating_point())
+    # The record is the line's end (the model with the most positions), the other beside it.
+    record = soup.header["train"]["init_from_model"]
+    assert record["model"] == str(second.weights) and record["positions"] == 144 + 72
+    assert record["averaged_with"] == [
+        {"model": str(first_model.weights), "sha256": file_sha256(first_model.weights),
+         "positions": 144}
+    ]  # fmt: skip
+    card = render_card(soup.header, "soup")
+    assert (
+        f"Started from the mean of the weights of `{first_model.weights}` (sha256 "
+        f"`{file_sha256(first_model.weights)}`, 144 training positions) and `{second.weights}`"
+    ) in card
 
 
 def test_resume_keeps_the_record_of_the_initial_model(chess_dir, first_model, tmp_path):

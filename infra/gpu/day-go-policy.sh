@@ -1,7 +1,8 @@
 #!/bin/bash
-# One GPU call for issue #28 item 1: kibitz-go-policy-next (KataGo g170's trunk with the rank
-# head: kibitz-go-policy trained further on a CPU, 656,000 positions in all) trained further on
-# the GPU, trunk and head together, then scored held out beside the net it started from
+# One GPU call for issue #28 item 1: kibitz-go-policy-sym (KataGo g170's trunk with the rank
+# head: kibitz-go-policy trained further on a CPU, 1,091,264 positions in all, the mean of two
+# schedules' ends, rank layers refit) trained further on the GPU, trunk and head together,
+# then scored held out beside the net it started from
 # (bench/go_policy_held_out.py, 16 moves per player instance of the testing evaluation split and
 # of candidating/: at 4 a column's own-group margin was within its noise, docs/train.md). Run from the
 # repository root with site-ray, site-run, site-train and
@@ -45,7 +46,7 @@ if [ -f .gpu-kit/go-policy-last.pt ] && [ ! -f $run/checkpoints/last.pt ]; then
 fi
 [ -f $run/checkpoints/last.pt ] && resume=--resume
 minutes=$(python3 -c "print(round(max(1.0, ($(left) - 170) / 60), 2))")
-kibitz train policy go --games $work/games --out $run --init-from kibitz-go-policy-next \
+kibitz train policy go --games $work/games --out $run --init-from kibitz-go-policy-sym \
     --trunk katago-g170-b6c96 --trunk-mode finetune --trunk-lr-scale 0.2 --lr 0.0007 \
     --batch-size "$batch" --max-steps "$steps" --epoch-steps 500 --max-minutes "$minutes" \
     --max-validation-games 100 --max-evaluation-games 200 --evaluation-positions 16 \
@@ -66,7 +67,7 @@ fi
 # The net it started from on the same moves and device, while time is left (its CPU figures
 # are in docs/train.md).
 if [ "$(left)" -gt 60 ]; then
-    python3 bench/go_policy_held_out.py --model kibitz-go-policy-next --positions 16 \
+    python3 bench/go_policy_held_out.py --model kibitz-go-policy-sym --positions 16 \
         --device "$device" | tee "$OUT/held-out-start.txt"
 fi
 echo "all done at $((SECONDS - start)) s"

@@ -16,7 +16,9 @@ run is tracked in the project's MLflow store (``$KIBITZ_HOME/mlflow.db`` unless
 ``--tracking-uri`` or ``MLFLOW_TRACKING_URI``); ``--resume`` continues from its checkpoint.
 ``--device`` picks where the net trains (default: a CUDA GPU when torch sees one); on a GPU raise
 ``--groups`` / ``--batch-size`` so each step fills it. ``--init-from MODEL`` starts a new run from a trained model's weights (same format and net
-shape) with a fresh schedule, to train a shipped model further or on other games. ``policy
+shape) with a fresh schedule, to train a shipped model further or on other games; ``--init-from
+A,B`` starts from the mean of both models' weights (the ends of successive schedules of one
+line of runs average into a better model: docs/train.md). ``policy
 --trunk KATAGO`` puts the rank head on a registered KataGo net's trunk (copied exactly; its
 weights end up in the exported file) instead of Kibitz's own, ``--trunk-mode`` frozen (the
 head alone trains), finetune (the trunk too, at ``--trunk-lr-scale`` × the LR) or rank-layers
@@ -58,7 +60,7 @@ SHARED_OPTIONS: tuple[Option, ...] = (
     ("--max-validation-games", int, "validation games of the per-epoch figures"),
     ("--max-evaluation-games", int, "evaluation games of the final figures (default: all)"),
     ("--evaluation-positions", int, "moves per instance in the final evaluation (default: all)"),
-    ("--init-from", str, "start from this model's weights (registry name or .kibitz.pt path)"),
+    ("--init-from", str, "start from a model's weights (name or .kibitz.pt; A,B: their mean)"),
     ("--select-best", str, "export the weights of the validation where this metric was highest"),
     ("--device", str, "auto (a CUDA GPU if there is one), cpu, cuda or cuda:N (default auto)"),
 )

@@ -67,6 +67,8 @@ class TrainSettings:
     log_every: int = 20
     # Registry name or ``model.kibitz.pt`` path of a model of the same format and net shape
     # whose weights a new run starts from (continued training); the schedule starts afresh.
+    # Several, comma-separated: the run starts from the mean of their weights (a weight average
+    # of one line of runs, :func:`initial_weights`).
     init_from: str | None = None
     # Moves of each instance in the final evaluation; None: all its moves (an instance is a
     # player's moves in one game, and fewer moves only add noise).
@@ -267,16 +269,10 @@ def _weight_shapes(net: nn.Module) -> dict[str, tuple[int, ...]]:
     return {name: tuple(t.shape) for name, t in net.state_dict().items()}
 
 
-def initial_weights(
+def _model_weights(
     name_or_path: str, fmt: str, net_config: dict[str, Any], built: nn.Module
 ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """(state_dict, record) of the model a new run starts from (``--init-from``).
-
-    The model must be of format ``fmt`` with exactly the weights of ``built``, the run's net:
-    anything else would load only part of them, and a run that silently starts half-trained is
-    worse than an error. Settings of how a net runs rather than of its weights (the Go policy's
-    board symmetries) may differ.
-    """
+    """(state_dict, record) of one model a new run starts from, checked against ``built``."""
     from pipeline.nets.loading import load_net
     from pipeline.nets.registry import model_sha256
 
@@ -302,6 +298,48 @@ def initial_weights(
         "init_from_model": train.get("init_from_model"),  # its own start, if it had one
     }
     return net.state_dict(), record
+
+
+def initial_weights(
+    names: str, fmt: str, net_config: dict[str, Any], built: nn.Module
+) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """(state_dict, record) of the model a new run starts from (``--init-from``).
+
+    The model must be of format ``fmt`` with exactly the weights of ``built``, the run's net:
+    anything else would load only part of them, and a run that silently starts half-trained is
+    worse than an error. Settings of how a net runs rather than of its weights (the Go policy's
+    board symmetries) may differ.
+
+    ``names`` may list several models, comma-separated: the run then starts from the mean of
+    their weights. Averaging the ends of successive schedules of one line of runs (a "model
+    soup", Wortsman et al. 2022; Izmailov et al.'s SWA) lands nearer the middle of the basin
+    they wander in than any one of them, which generalises better (docs/train.md measures it
+    on the Go policy). Floating-point tensors are averaged, batch-norm statistics included;
+    counters are the last model's. The record is that of the model with the most training
+    positions behind it (the line's end: the others' positions are already behind it), with
+    the others listed under ``averaged_with``.
+    """
+    parts = [n.strip() for n in names.split(",") if n.strip()]
+    if not parts:
+        raise ValueError(f"--init-from {names!r} names no model")
+    loaded = [_model_weights(n, fmt, net_config, built) for n in parts]
+    if len(loaded) == 1:
+        return loaded[0]
+    states = [state for state, _ in loaded]
+    weights = {
+        key: torch.stack([s[key] for s in states]).mean(dim=0) if last.is_floating_point() else last
+        for key, last in states[-1].items()
+    }
+    end = max(range(len(loaded)), key=lambda i: (loaded[i][1]["positions"], i))
+    record = {
+        **loaded[end][1],
+        "averaged_with": [
+            {k: r[k] for k in ("model", "sha256", "positions")}
+            for i, (_, r) in enumerate(loaded)
+            if i != end
+        ],
+    }
+    return weights, record
 
 
 def start_run(
@@ -334,7 +372,11 @@ def start_run(
             raise ValueError("init_from needs the run's model format and net config")
         weights, init = initial_weights(settings.init_from, *init_shape, net)
         net.load_state_dict(weights)
-        logger.info("starting from %s (sha256 %s)", settings.init_from, init["sha256"])
+        others = [o["model"] for o in init.get("averaged_with", [])]
+        logger.info(
+            "starting from %s (sha256 %s)%s", init["model"], init["sha256"],
+            f", averaged with {', '.join(others)}" if others else "",
+        )  # fmt: skip
     optimizer = torch.optim.AdamW(
         param_groups(net) if param_groups else net.parameters(),
         lr=settings.lr,

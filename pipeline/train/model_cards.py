@@ -85,8 +85,15 @@ def _made(header: dict[str, Any]) -> list[str]:
         ]
     init = train.get("init_from_model")
     if init:
+        others = [
+            f"`{o['model']}` (sha256 `{o['sha256']}`, {o['positions']:,} training positions)"
+            for o in init.get("averaged_with", [])
+        ]  # --init-from A,B: the run started from the mean of their weights
+        start = (
+            f"the mean of the weights of {', '.join(others)} and" if others else "the weights of"
+        )
         lines += [
-            f"Started from the weights of `{init['model']}` (sha256 `{init['sha256']}`: "
+            f"Started from {start} `{init['model']}` (sha256 `{init['sha256']}`: "
             f"{init['steps']} steps, {init['train_seconds'] / 60:.1f} min, "
             f"{init['positions']:,} training positions), made by:",
             "",
