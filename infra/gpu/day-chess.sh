@@ -15,7 +15,9 @@
 #   bash infra/gpu/day-chess.sh [GAMES] [MAX_GAMES]
 #
 # GAMES: games in the dump (default 19,196: the split twice, 2 × 705,285 positions);
-# MAX_GAMES: extract only the first N (a check on a CPU). The summaries go to $OUT.
+# MAX_GAMES: extract only the first N (a check on a CPU). RUNS (environment): which of
+# `eager compile graphs` to run (default all three; `graphs` needs a GPU). The summaries go to
+# $OUT.
 set -euo pipefail
 games=${1:-19196}
 max=${2:+--max-games $2}
@@ -34,12 +36,12 @@ from bench_ingest_dump import build_dump, load_games
 build_dump(load_games(Path(sys.argv[1])), int(sys.argv[2]), Path(sys.argv[3]))" \
     "$split" "$games" $work/dump.pgn.zst
 kibitz ingest chess $work/dump.pgn.zst --out $work/g --no-progress | tail -2
-runs="eager compile"
+runs=${RUNS:-eager compile graphs}
 if nvidia-smi -L >/dev/null 2>&1; then  # CUDA graphs: a GPU only (CPU evaluators refuse them)
-    runs="$runs graphs"
     python3 -m pytest -q -p no:cacheprovider tests/test_evaluator.py -k cuda_graph 2>&1 | tail -2 \
         || echo "pytest did not run"
 fi
+nvidia-smi -L >/dev/null 2>&1 || runs=${runs//graphs/}
 for run in $runs; do
     flag=$(case $run in compile) echo --compile ;; graphs) echo --cuda-graphs ;; esac)
     kibitz extract chess --games $work/g --out $work/f-$run --config $config $flag $max \
