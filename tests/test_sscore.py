@@ -30,16 +30,19 @@ from pipeline.train.sscore_eval import (
 )
 
 # The monotonicity test reads the whole evaluation split of each game's testing files (data
-# split of pipeline/core/data_split.py: never trained on), 16 random moves per instance.
+# split of pipeline/core/data_split.py: never trained on), 16 random moves per instance (4 for
+# the levels head, below).
 # Measured on the shipped models with this subset: kibitz-sscore-chess rises strictly from 1000-1200 to
 # 2200-2400 (smallest gap +0.6 s.e.), and 2400-2600 sits 0.75 s.e. *below* 2200-2400 (1.1 with
 # all moves, docs/train.md; also below on the validation split: the small CPU net does not
 # separate the two top bands; issue #8 open; the candidating split, also never trained on,
 # agrees: −1.8 s.e., bench/sscore_held_out.py);
 # Go rises strictly through all 11 groups (smallest gap +0.5 s.e., 1d → 2d);
-# kibitz-sscore-chess-levels rises strictly through all 8 chess bands (gaps +4.6, +5.5, +3.4,
-# +5.7, +4.0, +1.6, +1.9 s.e.; with all moves the top gap is +0.4, and on candidating/ −0.5:
-# docs/train.md).
+# kibitz-sscore-chess-levels reads 4 random moves per instance (7,672 moves: each move costs the
+# nine Maia nets: at 16 this one case took 266 s alone on a 2-core machine) and rises strictly
+# through all 8 chess bands (gaps +1.8, +3.9, +1.8, +3.1, +1.9, +1.0, +0.8 s.e.; at 16 moves +4.6,
+# +5.5, +3.4, +5.7, +4.0, +1.6, +1.9; with all moves the top gap is +0.4, and on candidating/
+# −0.5: docs/train.md).
 WHOLE_FILE = 100_000
 
 
@@ -158,20 +161,20 @@ def test_rank_prediction_protocol_on_separated_scores():
 
 
 @pytest.mark.parametrize(
-    ("name", "fmt"),
+    ("name", "fmt", "moves"),
     [
-        ("kibitz-sscore-chess", "kibitz-sscore"),
-        ("kibitz-sscore-go", "kibitz-sscore"),
-        ("kibitz-sscore-chess-levels", "kibitz-sscore-levels"),
+        ("kibitz-sscore-chess", "kibitz-sscore", 16),
+        ("kibitz-sscore-go", "kibitz-sscore", 16),
+        ("kibitz-sscore-chess-levels", "kibitz-sscore-levels", 4),  # nine Maia passes a move
     ],
 )
-def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(name, fmt):
+def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(name, fmt, moves):
     """Issue 8: the mean s-score rises monotonically with rank group on held-out games."""
     entry = model_registry.resolve(name)
     assert entry.format == fmt and entry.source == "project"
     net = load_net(name)
     game = entry.game
-    pool = evaluation_pool(game, WHOLE_FILE, 16)
+    pool = evaluation_pool(game, WHOLE_FILE, moves)
     groups, r = pool.instance_group.astype(np.int64), len(pool.rank_groups)
     means, counts = group_means(instance_scores(net, pool), groups, r)
     assert counts.min() >= 130
@@ -191,6 +194,7 @@ def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(na
         ("kibitz-go-policy-4x32", "policy"),
         ("kibitz-go-policy-next", "policy"),
         ("kibitz-go-policy-sym", "policy"),
+        ("kibitz-go-policy-gpu", "policy"),
         ("kibitz-sscore-chess-levels", "sscore-levels"),
         ("kibitz-sscore-go-levels", "sscore-levels"),
     ],
@@ -206,7 +210,9 @@ def test_shipped_model_cards_are_rendered_from_the_headers(name, kind):
     ingest = re.search(rf"`kibitz ingest {game} \.\./shared/data/\S+ .*?--out (\S+)`", card)
     assert ingest, "the card names the ingest command of its games"
     assert f"`kibitz train {kind} {game} --games {ingest.group(1)} " in card
-    assert "/tmp/" not in card
+    # No temporary folder of a user's; a GPU day's run names the folders its committed script
+    # makes on the lent machine (infra/gpu/day-go-policy.sh, env.sh), as the run had them.
+    assert not re.search(r"/tmp/(?!kibitz-policy-day/|kibitz-kit/)", card)
 
 
 def test_policy_features_are_the_move_loglik_and_the_entropy():

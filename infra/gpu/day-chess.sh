@@ -2,15 +2,17 @@
 # One GPU call for chess's steady state over more than a million positions (issue #30, item 2):
 # `../shared` holds 776,743 chess positions, so the Lichess testing split is repeated with each
 # copy's Site id made unique (bench/bench_ingest_dump.py's dump), ingested, and extracted with
-# the value-net preset three times: eager, `--compile`, and `--cuda-graphs` (compiled nets
-# replayed as CUDA graphs over padded batches, never run in an extraction yet; its GPU test is
-# tests/test_evaluator.py::test_cuda_graph_evaluator_matches_compiled_at_every_batch_size,
-# which this call runs first). The eager run is the fresh node's
-# first: its driver compiles the numba encoders once before the workers start
-# (`Extraction.compile_encoders`), where on 27 November every worker compiled them (121 CPU-s
-# of encoding against 4.5 warm, docs/gpu.md), so its `stage_s.encode` shows whether that cost
-# is gone. Run from the repository root with `.gpu-kit/site-ray`,
-# `site-run` and a chess `shared.tar.xz` (models/maia, the Lichess testing split) carried:
+# the value-net preset: eager, `--compile`, and `--cuda-graphs` (compiled nets replayed as CUDA
+# graphs over padded batches). On a GPU it first runs the CUDA graphs' GPU test,
+# tests/test_evaluator.py::test_cuda_graph_evaluator_matches_compiled_at_every_batch_size, which
+# reads lc0's reference planes: the kit must carry them, and the call stops before any work when
+# it does not. The first run on a fresh node also shows the driver's one compile of the numba
+# encoders (`Extraction.compile_encoders`) in its `stage_s.encode`. Figures of its first call
+# (28 November 2026, H200): docs/gpu.md. Run from the repository root with `.gpu-kit/site-ray`,
+# `site-run` and the chess `shared.tar.xz` carried, made by
+#
+#   bash infra/gpu/kit.sh --shared-only models/maia data/chess/lichess-2024-02-blitz/testing \
+#       reference/maia-lc0-input-planes.json reference/maia-lc0-logits1858.npz
 #
 #   bash infra/gpu/day-chess.sh [GAMES] [MAX_GAMES]
 #
@@ -25,6 +27,12 @@ OUT=${OUT:-out}
 mkdir -p "$OUT"
 source infra/gpu/env.sh
 nvidia-smi -L 2>/dev/null || echo "no GPU: a check of the script only"
+for ref in maia-lc0-input-planes.json maia-lc0-logits1858.npz; do
+    [ -f "$KIBITZ_SHARED_DIR/reference/$ref" ] || ! nvidia-smi -L >/dev/null 2>&1 || {
+        echo "day-chess.sh: no reference/$ref in the kit: the CUDA graph test needs it (see above)"
+        exit 2
+    }
+done
 work=/tmp/kibitz-chess-day
 mkdir -p $work
 config=bench/extract-chess-gpu-value-net.yaml
@@ -38,8 +46,8 @@ build_dump(load_games(Path(sys.argv[1])), int(sys.argv[2]), Path(sys.argv[3]))" 
 kibitz ingest chess $work/dump.pgn.zst --out $work/g --no-progress | tail -2
 runs=${RUNS:-eager compile graphs}
 if nvidia-smi -L >/dev/null 2>&1; then  # CUDA graphs: a GPU only (CPU evaluators refuse them)
-    python3 -m pytest -q -p no:cacheprovider tests/test_evaluator.py -k cuda_graph 2>&1 | tail -2 \
-        || echo "pytest did not run"
+    python3 -m pytest -q -p no:cacheprovider tests/test_evaluator.py -k cuda_graph 2>&1 | tail -15 \
+        || echo "day-chess.sh: the CUDA graph tests did not all pass (above)"
 fi
 nvidia-smi -L >/dev/null 2>&1 || runs=${runs//graphs/}
 for run in $runs; do

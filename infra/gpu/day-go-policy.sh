@@ -1,29 +1,31 @@
 #!/bin/bash
-# One GPU call for issue #28 item 1: kibitz-go-policy-sym (KataGo g170's trunk with the rank
-# head: kibitz-go-policy trained further on a CPU, 1,091,264 positions in all, the mean of two
-# schedules' ends, rank layers refit) trained further on the GPU, trunk and head together,
-# then scored held out beside the net it started from
-# (bench/go_policy_held_out.py, 16 moves per player instance of the testing evaluation split and
-# of candidating/: at 4 a column's own-group margin was within its noise, docs/train.md). Run from the
-# repository root with site-ray, site-run, site-train and
-# `bash infra/gpu/kit.sh --shared-only models/katago data/go/fox-selected/testing
-# data/go/fox-selected/by-player data/go/fox-selected/candidating` carried (docs/gpu.md gives the
-# tree and the sizes):
+# One GPU call for issue #28 item 1: kibitz-go-policy-gpu (KataGo g170's trunk with the rank
+# head: trained on CPUs, then 2,000 steps of 256 on an H200 on 28 November, rank layers refit;
+# 1,705,664 training positions in all, docs/train.md) trained further on the GPU, trunk and head
+# together, then scored held out beside the net it started from (bench/go_policy_held_out.py,
+# 16 moves per player instance of the testing evaluation split and of candidating/: at 4 a
+# column's own-group margin was within its noise, docs/train.md). Run from the repository root
+# with site-ray, site-run, site-train and `bash infra/gpu/kit.sh --shared-only models/katago
+# data/go/fox-selected/testing data/go/fox-selected/by-player data/go/fox-selected/candidating`
+# carried (docs/gpu.md gives the tree and the sizes):
 #
 #   bash infra/gpu/day-go-policy.sh [SECONDS] [STEPS] [BATCH] [MAX_TRAIN_GAMES]
 #
-# SECONDS: the call's budget (default 540); STEPS × BATCH: the run's length (default 3000 × 256,
-# 768,000 positions: a whole cosine schedule that fits the call, where the time budget would
-# stop a longer one before its learning rate came down); MAX_TRAIN_GAMES: a check on a CPU.
+# SECONDS: the call's budget (default 540); STEPS × BATCH: the run's length (default 4000 × 256,
+# 1,024,000 positions: a whole cosine schedule; the H200 trained 9,838 positions/s, so the
+# training is under 2 minutes and the ingest, the pools' encoding and the scoring take the rest
+# of the call); MAX_TRAIN_GAMES: fewer training games (28 November: 12,000 of 16,112, to fit a
+# second call's leftover time), or a check on a CPU.
 # TRAIN_OPTS (environment): more `kibitz train policy` options, e.g.
 # TRAIN_OPTS=--random-symmetries (docs/train.md: trained on random symmetries).
 # Training stops in time to leave 170 s for scoring and packing. Back in $OUT: the model, its
 # card and ONNX, the checkpoint (carry it as .gpu-kit/go-policy-last.pt and the next call
 # resumes: same command, `--resume`), the held-out scores (one orientation, and averaged over
-# the board's 8 symmetries) and the training log.
+# the board's 8 symmetries, then the start net: one file, held-out.txt), the training log and
+# when each stage ended (times.txt): 8 files, the most a call brings back.
 set -uo pipefail
 budget=${1:-540}
-steps=${2:-3000}
+steps=${2:-4000}
 batch=${3:-256}
 max_games=${4:+--max-train-games $4}
 start=$SECONDS
@@ -39,35 +41,35 @@ mkdir -p $work
 fox=$KIBITZ_SHARED_DIR/data/go/fox-selected
 [ -d $work/games ] || kibitz ingest go $fox/testing $fox/by-player --out $work/games \
     --no-progress | tail -2
-echo "ingested at $((SECONDS - start)) s"
+echo "ingested at $((SECONDS - start)) s" | tee -a "$OUT/times.txt"
 resume=""
 if [ -f .gpu-kit/go-policy-last.pt ] && [ ! -f $run/checkpoints/last.pt ]; then
     mkdir -p $run/checkpoints && cp .gpu-kit/go-policy-last.pt $run/checkpoints/last.pt
 fi
 [ -f $run/checkpoints/last.pt ] && resume=--resume
 minutes=$(python3 -c "print(round(max(1.0, ($(left) - 170) / 60), 2))")
-kibitz train policy go --games $work/games --out $run --init-from kibitz-go-policy-sym \
+kibitz train policy go --games $work/games --out $run --init-from kibitz-go-policy-gpu \
     --trunk katago-g170-b6c96 --trunk-mode finetune --trunk-lr-scale 0.2 --lr 0.0007 \
     --batch-size "$batch" --max-steps "$steps" --epoch-steps 500 --max-minutes "$minutes" \
     --max-validation-games 100 --max-evaluation-games 200 --evaluation-positions 16 \
     --device "$device" --seed 3 --no-progress --tracking-uri "sqlite:///$work/mlflow.db" \
     $max_games $resume ${TRAIN_OPTS:-} 2>&1 | grep -v "^\s*$" | tail -40 | tee "$OUT/train.log"
-echo "trained at $((SECONDS - start)) s"
+echo "trained at $((SECONDS - start)) s" | tee -a "$OUT/times.txt"
 cp $run/model.kibitz.pt $run/model.yaml $run/MODEL_CARD.md $run/model.onnx "$OUT/"
 cp $run/checkpoints/last.pt "$OUT/go-policy-last.pt"
 python3 bench/go_policy_held_out.py --model $run/model.kibitz.pt --positions 16 \
-    --device "$device" | tee "$OUT/held-out.txt"
-echo "scored at $((SECONDS - start)) s"
+    --device "$device" | tee -a "$OUT/held-out.txt"
+echo "scored at $((SECONDS - start)) s" | tee -a "$OUT/times.txt"
 # The same moves with the features averaged over the board's 8 symmetries (8 trunk passes a
 # move; docs/train.md: four gave kibitz-go-policy-next +0.77 points, 34 millinats a move).
 if [ "$(left)" -gt 60 ]; then
     python3 bench/go_policy_held_out.py --model $run/model.kibitz.pt --positions 16 \
-        --symmetries 8 --device "$device" | tee "$OUT/held-out-8.txt"
+        --symmetries 8 --device "$device" | tee -a "$OUT/held-out.txt"
 fi
 # The net it started from on the same moves and device, while time is left (its CPU figures
 # are in docs/train.md).
 if [ "$(left)" -gt 60 ]; then
-    python3 bench/go_policy_held_out.py --model kibitz-go-policy-sym --positions 16 \
-        --device "$device" | tee "$OUT/held-out-start.txt"
+    python3 bench/go_policy_held_out.py --model kibitz-go-policy-gpu --positions 16 \
+        --device "$device" | tee -a "$OUT/held-out.txt"
 fi
-echo "all done at $((SECONDS - start)) s"
+echo "all done at $((SECONDS - start)) s" | tee -a "$OUT/times.txt"
