@@ -70,6 +70,10 @@ def report(evaluation: PolicyEvaluation) -> None:
     print(evaluation.to_markdown())
     accuracy, loglik = evaluation.pooled()
     n = int(evaluation.positions.sum())
+    print(
+        f"\nlog-likelihood falling strictly away from the own group: "
+        f"{evaluation.strictly_falling_columns} of {len(evaluation.groups)} columns"
+    )
     print(f"\nown rank, all groups: {accuracy:.2f} % / {loglik:.4f} over {n:,} positions")
 
 

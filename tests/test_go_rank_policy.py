@@ -265,6 +265,24 @@ def test_clustered_sem_hand_computed():
     assert np.std(values, ddof=1) / 2 == pytest.approx(0.5774, abs=1e-4)
 
 
+def test_strictly_falling_columns_hand_computed():
+    """A column counts when its log-likelihood falls with every step away from its own group,
+    both ways; a tie, or a farther group above a nearer one, does not."""
+    m = np.array([[-1.0, -1.2, -1.5], [-1.1, -1.1, -1.3], [-1.3, -1.15, -1.2]])
+    zero = np.zeros(3)
+
+    def evaluation(matrix: np.ndarray) -> PolicyEvaluation:
+        return PolicyEvaluation(("a", "b", "c"), zero, zero, zero, matrix, matrix, zero, zero)
+
+    assert evaluation(m).strictly_falling_columns == 3
+    tie = m.copy()
+    tie[2, 1] = -1.1  # column b: as likely at c as at its own b
+    assert evaluation(tie).strictly_falling_columns == 2
+    farther = m.copy()
+    farther[0, 2] = -1.25  # column c: a's conditioning above b's, which is nearer c
+    assert evaluation(farther).strictly_falling_columns == 2
+
+
 def test_pooled_scores_equal_one_pool_of_both(pool):
     """Concatenated scores of two pools summarise like scores of one: the pooled matrix of
     bench/go_policy_held_out.py is the matrix of all its positions."""

@@ -25,6 +25,7 @@ from pipeline.train.model_cards import render_card
 from pipeline.train.sscore_batches import build_pool, eligible_instances, net_inputs, sample_batch
 from pipeline.train.sscore_eval import (
     group_means,
+    group_sems,
     instance_scores,
     rank_prediction_accuracy,
 )
@@ -42,7 +43,8 @@ from pipeline.train.sscore_eval import (
 # nine Maia nets: at 16 this one case took 266 s alone on a 2-core machine) and rises strictly
 # through all 8 chess bands (gaps +1.8, +3.9, +1.8, +3.1, +1.9, +1.0, +0.8 s.e.; at 16 moves +4.6,
 # +5.5, +3.4, +5.7, +4.0, +1.6, +1.9; with all moves the top gap is +0.4, and on candidating/
-# −0.5: docs/train.md).
+# −0.5: docs/train.md). `pytest tests/test_sscore.py -k rises_strictly -rP` prints each case's
+# moves, means and gaps in standard errors.
 WHOLE_FILE = 100_000
 
 
@@ -176,9 +178,13 @@ def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(na
     game = entry.game
     pool = evaluation_pool(game, WHOLE_FILE, moves)
     groups, r = pool.instance_group.astype(np.int64), len(pool.rank_groups)
-    means, counts = group_means(instance_scores(net, pool), groups, r)
+    scores = instance_scores(net, pool)
+    means, counts = group_means(scores, groups, r)
     assert counts.min() >= 130
     shown = dict(zip(pool.rank_groups, means.round(3), strict=True))
+    sems = group_sems(scores, groups, r)
+    gaps = np.diff(means) / np.hypot(sems[1:], sems[:-1])
+    print(f"{len(pool.played)} moves; means {shown}; gaps in s.e. {gaps.round(1)}")
     if name != "kibitz-sscore-chess":
         assert np.all(np.diff(means) > 0), shown
     else:  # every band but the top one; 2400-2600 still above 2000-2200

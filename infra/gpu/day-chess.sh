@@ -26,13 +26,20 @@ max=${2:+--max-games $2}
 OUT=${OUT:-out}
 mkdir -p "$OUT"
 source infra/gpu/env.sh
-nvidia-smi -L 2>/dev/null || echo "no GPU: a check of the script only"
-for ref in maia-lc0-input-planes.json maia-lc0-logits1858.npz; do
-    [ -f "$KIBITZ_SHARED_DIR/reference/$ref" ] || ! nvidia-smi -L >/dev/null 2>&1 || {
-        echo "day-chess.sh: no reference/$ref in the kit: the CUDA graph test needs it (see above)"
-        exit 2
-    }
-done
+runs=${RUNS:-eager compile graphs}
+if nvidia-smi -L 2>/dev/null; then
+    for ref in maia-lc0-input-planes.json maia-lc0-logits1858.npz; do
+        [ -f "$KIBITZ_SHARED_DIR/reference/$ref" ] || {
+            echo "day-chess.sh: no reference/$ref in the kit: the CUDA graph test needs it (kit command: this script's header)"
+            exit 2
+        }
+    done
+    gpu=yes
+else
+    echo "no GPU: a check of the script only"
+    gpu=no
+    runs=${runs//graphs/}  # CUDA graphs: a GPU only (CPU evaluators refuse them)
+fi
 work=/tmp/kibitz-chess-day
 mkdir -p $work
 config=bench/extract-chess-gpu-value-net.yaml
@@ -44,12 +51,10 @@ from bench_ingest_dump import build_dump, load_games
 build_dump(load_games(Path(sys.argv[1])), int(sys.argv[2]), Path(sys.argv[3]))" \
     "$split" "$games" $work/dump.pgn.zst
 kibitz ingest chess $work/dump.pgn.zst --out $work/g --no-progress | tail -2
-runs=${RUNS:-eager compile graphs}
-if nvidia-smi -L >/dev/null 2>&1; then  # CUDA graphs: a GPU only (CPU evaluators refuse them)
+if [ $gpu = yes ]; then
     python3 -m pytest -q -p no:cacheprovider tests/test_evaluator.py -k cuda_graph 2>&1 | tail -15 \
         || echo "day-chess.sh: the CUDA graph tests did not all pass (above)"
 fi
-nvidia-smi -L >/dev/null 2>&1 || runs=${runs//graphs/}
 for run in $runs; do
     flag=$(case $run in compile) echo --compile ;; graphs) echo --cuda-graphs ;; esac)
     kibitz extract chess --games $work/g --out $work/f-$run --config $config $flag $max \

@@ -154,6 +154,16 @@ class PolicyEvaluation:
         """Columns (game groups) whose best conditioning group is their own."""
         return int((self.matrix_loglik.argmax(axis=0) == np.arange(len(self.groups))).sum())
 
+    @property
+    def strictly_falling_columns(self) -> int:
+        """Columns whose mean log-likelihood falls with every step of conditioning away from
+        their own group, both ways (issue #28: far-rank gaps rising strictly)."""
+        m = self.matrix_loglik
+        steps = np.diff(m, axis=0)  # (A-1, B): row a+1 minus row a
+        above = np.arange(len(steps))[:, None] < np.arange(m.shape[1])[None, :]  # a+1 <= own
+        falling = np.where(above, steps > 0, steps < 0)
+        return int(falling.all(axis=0).sum())
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "groups": list(self.groups),
