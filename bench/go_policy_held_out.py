@@ -5,6 +5,7 @@ matrix "conditioned on group a, games of group b", per held-out set and pooled.
     python bench/go_policy_held_out.py --model kibitz-out/go-policy/model.kibitz.pt
     python bench/go_policy_held_out.py --model kibitz-out/go-policy-katago/model.kibitz.pt --device cuda
     python bench/go_policy_held_out.py --model kibitz-go-policy-next --positions 1 --symmetries 8
+    python bench/go_policy_held_out.py --model kibitz-go-policy-gpu --positions 16 --skip 16
 
 Two held-out sets, then both pooled (the same sets as ``bench/sscore_held_out.py``):
 - the evaluation split (``pipeline/core/data_split.py``) of the Fox ``testing/`` files;
@@ -43,6 +44,11 @@ def main() -> None:
         "--positions", type=int, default=None, help="random moves per instance (default: all)"
     )
     parser.add_argument(
+        "--skip", type=int, default=0,
+        help="leave out each instance's first SKIP random moves: with --positions 16 --skip 16, "
+        "16 moves per instance that the default sample (the one models were chosen on) lacks",
+    )  # fmt: skip
+    parser.add_argument(
         "--device", default="cpu", help="where the net runs: cpu, cuda or cuda:N (default cpu)"
     )
     parser.add_argument(
@@ -56,7 +62,9 @@ def main() -> None:
     print(f"{args.model}: features averaged over {net.config.symmetries} board symmetries")
     pooled = []
     for name, games in held_out_sets("go").items():
-        pool = build_pool(games, "go", positions_per_instance=args.positions, seed=3)
+        pool = build_pool(
+            games, "go", positions_per_instance=args.positions, seed=3, skip_per_instance=args.skip
+        )
         scores = score_positions(net, pool)
         print(f"\n## {name}: {len(scores.group)} positions\n")
         report(summarise(scores))

@@ -474,6 +474,29 @@ def test_compile_changes_the_hash_only_when_on():
         config_from_dict(raw)
 
 
+def test_the_gpu_levels_config_changes_only_the_levels_and_runs_only_their_head():
+    """Issue #28 item 3's candidate (``CONFIG=bench/extract-go-gpu-levels.yaml
+    infra/gpu/day-go.sh``): the GPU config with the ranks of kibitz-go-policy-gpu and the levels
+    s-score trained on them, under the preset's names, so the columns are the shipped meta-model's;
+    the levels s-score still runs as a head on the levels, not as passes of its own."""
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    new, shipped = (
+        load_config(bench / name) for name in ("extract-go-gpu-levels.yaml", "extract-go-gpu.yaml")
+    )
+    assert new.imitation_nets == [
+        replace(n, model=f"{GO_POLICY}-gpu") if n.model == GO_POLICY else n
+        for n in shipped.imitation_nets
+    ]
+    assert [n.name for n in new.strength_nets] == [n.name for n in shipped.strength_nets]
+    assert [n.model for n in new.strength_nets] == [SSCORE, f"{LEVELS}-gpu"]
+    assert (
+        replace(new, imitation_nets=shipped.imitation_nets, strength_nets=shipped.strength_nets)
+        == shipped
+    )
+    step = GoNetStep(replace(new, precision="fp32"))  # the GPU's FP16 needs CUDA
+    assert list(step.levels) == [LEVELS] and LEVELS not in step.bank.nets
+
+
 def test_the_4x32_levels_config_changes_only_the_levels():
     """Issue #28's comparison, the old side: the preset with the levels of the 4 × 32 net that
     was the default before, so the columns keep their names; it leaves out the levels s-score,

@@ -31,14 +31,15 @@ from pipeline.train.sscore_eval import (
 )
 
 # The monotonicity test reads the whole evaluation split of each game's testing files (data
-# split of pipeline/core/data_split.py: never trained on), 16 random moves per instance (4 for
-# the levels head, below).
+# split of pipeline/core/data_split.py: never trained on), 16 random moves per instance for
+# chess, 8 for Go, 4 for the levels head (below).
 # Measured on the shipped models with this subset: kibitz-sscore-chess rises strictly from 1000-1200 to
 # 2200-2400 (smallest gap +0.6 s.e.), and 2400-2600 sits 0.75 s.e. *below* 2200-2400 (1.1 with
 # all moves, docs/train.md; also below on the validation split: the small CPU net does not
 # separate the two top bands; issue #8 open; the candidating split, also never trained on,
 # agrees: −1.8 s.e., bench/sscore_held_out.py);
-# Go rises strictly through all 11 groups (smallest gap +0.5 s.e., 1d → 2d);
+# Go rises strictly through all 11 groups at 8 moves (16,160 moves; gaps +1.9, +2.4, +0.8, +3.4,
+# +3.4, +1.9, +3.4, +1.8, +1.3, +2.5 s.e.; at 16 moves the smallest is +0.5, 1d → 2d);
 # kibitz-sscore-chess-levels reads 4 random moves per instance (7,672 moves: each move costs the
 # nine Maia nets: at 16 this one case took 266 s alone on a 2-core machine) and rises strictly
 # through all 8 chess bands (gaps +1.8, +3.9, +1.8, +3.1, +1.9, +1.0, +0.8 s.e.; at 16 moves +4.6,
@@ -94,6 +95,30 @@ def test_pool_keeps_real_positions_sorted_by_instance(chess_pool):
     full = encode_games(first_game["moves"])
     rows = np.arange(pool.instance_offsets[0], pool.instance_offsets[1])
     np.testing.assert_array_equal(pool.planes[rows].astype(np.float32), full.planes[pool.ply[rows]])
+
+
+def test_skipped_sample_shares_no_position_with_the_first(chess_pool):
+    """``skip_per_instance`` draws the second sample of the same random order: with the same seed,
+    6 after the first 6 of each instance are disjoint from the first 6 and together they are
+    the first 12 (``chess_pool``); everything after the first 12 completes the game."""
+
+    def keys(pool) -> set[tuple[str, bool, int]]:
+        at = pool.position_instance
+        game_id, black = pool.instance_game_id[at], pool.instance_black[at]
+        return set(zip(game_id.tolist(), black.tolist(), pool.ply.tolist(), strict=True))
+
+    games = chess_games(10)
+    first, second = (
+        keys(build_pool(games, "chess", positions_per_instance=6, seed=0, skip_per_instance=k))
+        for k in (0, 6)
+    )
+    rest = keys(build_pool(games, "chess", positions_per_instance=None, skip_per_instance=12))
+    whole = keys(build_pool(games, "chess", positions_per_instance=None))
+    # 160 instances: 6 moves each first; 3 instances have only 11 moves, so the second has 957
+    assert (len(first), len(second), len(whole)) == (960, 957, 6609) and not first & second
+    assert first | second == keys(chess_pool)
+    assert len(rest) == 6609 - 1917 and not rest & keys(chess_pool)
+    assert rest | keys(chess_pool) == whole
 
 
 @pytest.mark.parametrize("game", ["chess", "go"])
@@ -166,7 +191,7 @@ def test_rank_prediction_protocol_on_separated_scores():
     ("name", "fmt", "moves"),
     [
         ("kibitz-sscore-chess", "kibitz-sscore", 16),
-        ("kibitz-sscore-go", "kibitz-sscore", 16),
+        ("kibitz-sscore-go", "kibitz-sscore", 8),
         ("kibitz-sscore-chess-levels", "kibitz-sscore-levels", 4),  # nine Maia passes a move
     ],
 )
@@ -203,6 +228,7 @@ def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(na
         ("kibitz-go-policy-gpu", "policy"),
         ("kibitz-sscore-chess-levels", "sscore-levels"),
         ("kibitz-sscore-go-levels", "sscore-levels"),
+        ("kibitz-sscore-go-levels-gpu", "sscore-levels"),
     ],
 )
 def test_shipped_model_cards_are_rendered_from_the_headers(name, kind):

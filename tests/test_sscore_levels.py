@@ -192,10 +192,11 @@ def test_head_standardises_by_the_training_features():
 
 @pytest.fixture(scope="module")
 def go_trained(tmp_path_factory):
-    """``kibitz train sscore-levels go``' run function on the first 8 games of each Fox group."""
+    """``kibitz train sscore-levels go``' run function on the first 6 games of each Fox group
+    (with 4, the 3d group had no training instance)."""
     root = tmp_path_factory.mktemp("levels-go")
-    games = write_games_dir(go_games(8), root / "games")
-    config = LevelsTrainConfig(game="go", max_steps=8, evaluation_positions_per_instance=8,
+    games = write_games_dir(go_games(6), root / "games")
+    config = LevelsTrainConfig(game="go", max_steps=8, evaluation_positions_per_instance=4,
                                **{**SMALL_LEVELS, "groups": 2})  # fmt: skip
     train(config, games, root / "run", progress=False, tracking_uri=f"sqlite:///{root}/m.db",
           command="kibitz train sscore-levels go --games G --out O")  # fmt: skip
@@ -260,6 +261,32 @@ def test_go_levels_model_scores_as_its_head_on_each_ranks_legal_policy(go_traine
     inputs = net_inputs(pool, rows, pool.played[rows], legal=True)
     feed = dict(zip(net.input_names, (t.numpy() for t in inputs), strict=True))
     np.testing.assert_allclose(whole(feed)["sscore"][:, 0], direct, atol=1e-4)
+
+
+def test_the_candidate_levels_head_is_the_shipped_command_on_the_gpu_policy():
+    """``kibitz-sscore-go-levels-gpu`` (#28 item 3's candidate, docs/train.md): the shipped
+    ``kibitz-sscore-go-levels``' settings, games and seed on ``kibitz-go-policy-gpu``'s 11 ranks
+    and KataGo g170; its evaluation-split quality is in its header and card."""
+    headers = [
+        yaml.safe_load((model_registry.resolve(name).file.parent / "model.yaml").read_text())
+        for name in ("kibitz-sscore-go-levels", "kibitz-sscore-go-levels-gpu")
+    ]
+    shipped, new = headers
+    ranks = [level.split("@")[1] for level in GO_RANK_LEVELS]
+    assert new["net"]["levels"] == [*(f"kibitz-go-policy-gpu@{r}" for r in ranks), KATAGO]
+    gpu, kata = (model_registry.model_sha256(n) for n in ("kibitz-go-policy-gpu", KATAGO))
+    assert set(new["net"]["level_sha256"].values()) == {gpu, kata}
+    same = ("levels", "commands", "games", "level_policies", "positions_trained", "train_seconds",
+            "positions_per_second", "torch_threads")  # fmt: skip
+    assert {k: v for k, v in new["train"].items() if k not in same} == {
+        k: v for k, v in shipped["train"].items() if k not in same
+    }
+    assert new["train"]["games"] == shipped["train"]["games"]
+    assert new["quality"]["strictly_increasing"] and new["quality"]["spearman"] == 1.0
+    # Chen et al.'s protocol on the same 1,000 evaluation games: above the shipped head at every n
+    accuracy, before = new["quality"]["accuracy"], shipped["quality"]["accuracy"]
+    assert accuracy == {1: 18.9, 5: 32.8, 10: 40.8, 15: 46.5, 20: 51.1}
+    assert before == {1: 18.7, 5: 31.4, 10: 40.0, 15: 45.7, 20: 49.6}
 
 
 def test_a_level_must_name_a_rank_exactly_for_a_rank_conditioned_net():

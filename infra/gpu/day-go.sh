@@ -6,6 +6,11 @@
 # maia-1500 and the reference inputs):
 #
 #   bash infra/gpu/day-go.sh [SECONDS]      # SECONDS: the call's budget (default 540)
+#   CONFIG=bench/extract-go-gpu-levels.yaml bash infra/gpu/day-go.sh   # the candidate levels
+#
+# CONFIG: the extraction config (default bench/extract-go-gpu.yaml, the preset on a GPU); the
+# candidate config reads the levels of kibitz-go-policy-gpu under the preset's column names, so
+# its aggregates compare with the shipped ones column for column (bench/meta_compare.py, #28).
 #
 # Everything that must outlast the machine goes to $OUT: each split's aggregates (tar.xz), its
 # extraction summary (the steady rate with start-up excluded, stage seconds) and the benchmark.
@@ -21,7 +26,7 @@ source infra/gpu/env.sh
 nvidia-smi -L
 work=/tmp/kibitz-day
 mkdir -p $work
-config=bench/extract-go-gpu.yaml
+config=${CONFIG:-bench/extract-go-gpu.yaml}
 fox=$KIBITZ_SHARED_DIR/data/go/fox-selected
 
 pack() {  # aggregates folder → $OUT/agg-NAME.tar.xz.aa, .ab (a file comes back if ≤ 16 MiB)

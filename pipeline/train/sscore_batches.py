@@ -22,7 +22,9 @@ over chunks of games and over the R ranks, never over positions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -151,32 +153,57 @@ def _chunks(num_plies: np.ndarray, limit: int) -> list[tuple[int, int]]:
 
 
 def _keep_per_instance(
-    instance: np.ndarray, keep: int | None, rng: np.random.Generator
+    instance: np.ndarray, keep: int | None, rng: np.random.Generator, skip: int = 0
 ) -> np.ndarray:
-    """Rows to keep: at most ``keep`` random rows of each instance, sorted by instance then ply."""
-    if keep is None:
+    """Rows to keep: at most ``keep`` (``None``: all) random rows of each instance after its
+    first ``skip`` in the random order, sorted by instance then ply. The draw does not depend
+    on ``keep`` or ``skip``, so ``skip=k`` keeps rows disjoint from those ``keep=k`` keeps with
+    the same seed."""
+    if keep is None and not skip:
         return np.lexsort((np.arange(len(instance)), instance))
     order = np.lexsort((rng.random(len(instance)), instance))
     sorted_inst = instance[order]
-    first = np.searchsorted(sorted_inst, sorted_inst, side="left")
-    kept = order[(np.arange(len(order)) - first) < keep]
+    place = np.arange(len(order)) - np.searchsorted(sorted_inst, sorted_inst, side="left")
+    upper = np.inf if keep is None else skip + keep
+    kept = order[(place >= skip) & (place < upper)]
     return kept[np.lexsort((kept, instance[kept]))]
 
 
-def _encode_chunk(games: pa.Table, game: str, komi: float) -> dict[str, np.ndarray]:
-    """Encode one chunk of games into pool columns (float planes become uint8)."""
+def _gather_csr(
+    offsets: np.ndarray, values: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(values of ``rows`` concatenated, their counts) of a CSR list, without a loop over rows."""
+    counts = np.diff(offsets)[rows]
+    flat = np.repeat(offsets[:-1][rows] - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+    return values[flat + np.arange(int(counts.sum()))], counts
+
+
+def _encode_chunk(
+    games: pa.Table,
+    game: str,
+    komi: float,
+    first_game: int,
+    keep: Callable[[np.ndarray], np.ndarray],
+) -> dict[str, np.ndarray]:
+    """Encode one chunk of games (rows ``first_game`` … of the table) and return the pool
+    columns of the rows that ``keep`` picks from their instance ids. Everything derived from the
+    encoder's output (uint8 planes, legal lists, the played move's place) is computed for the
+    kept rows only: a pool of 16 moves an instance keeps about one Go position in six."""
     if game == "chess":
         pos = encode_chess_games(games["moves"])
+        black = ~pos.white_to_move
+        instance = 2 * (pos.game_index.astype(np.int64) + first_game) + black
+        rows = keep(instance)
+        legal_index, counts = _gather_csr(pos.legal_offsets, pos.legal_policy_index, rows)
         return {
-            "planes": pos.planes.astype(np.uint8),
-            "global_": None,
-            "legal_offsets": pos.legal_offsets,
-            "legal_index": pos.legal_policy_index,
-            "played": pos.played_policy_index.astype(np.int64),
-            "played_pos": pos.played_legal_pos.astype(np.int32),
-            "game_index": pos.game_index,
-            "ply": pos.ply,
-            "black": ~pos.white_to_move,
+            "planes": pos.planes[rows].astype(np.uint8),
+            "legal_index": legal_index,
+            "legal_counts": counts,
+            "played": pos.played_policy_index[rows].astype(np.int64),
+            "played_pos": pos.played_legal_pos[rows].astype(np.int32),
+            "game_index": pos.game_index[rows],
+            "ply": pos.ply[rows],
+            "instance": instance[rows],
         }
     cols = {c: games[c].to_pylist() for c in ("moves", "setup_black", "setup_white", "board_size")}
     specs = [
@@ -188,23 +215,23 @@ def _encode_chunk(games: pa.Table, game: str, komi: float) -> dict[str, np.ndarr
         )
     ]
     pos = encode_go_games(specs, rules="japanese", komi=komi)
-    counts = pos.legal.sum(axis=1)
-    offsets = np.zeros(len(counts) + 1, np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    _, legal_index = np.nonzero(pos.legal)  # row-major: grouped by position, ascending index
-    played = pos.played_index.astype(np.int64)
+    instance = 2 * (pos.game_index.astype(np.int64) + first_game) + pos.black_to_move
+    rows = keep(instance)
+    legal = pos.legal[rows]
+    _, legal_index = np.nonzero(legal)  # row-major: grouped by position, ascending index
+    played = pos.played_index[rows].astype(np.int64)
     # The played move's place in its legal list = legal moves with a smaller index.
-    below = np.cumsum(pos.legal, axis=1)[np.arange(len(played)), played] - 1
+    below = np.cumsum(legal, axis=1)[np.arange(len(rows)), played] - 1
     return {
-        "planes": pos.spatial.astype(np.uint8),
-        "global_": pos.global_.astype(np.float32),
-        "legal_offsets": offsets,
+        "planes": pos.spatial[rows].astype(np.uint8),
+        "global_": pos.global_[rows].astype(np.float32),
         "legal_index": legal_index.astype(np.int16),
+        "legal_counts": legal.sum(axis=1),
         "played": played,
         "played_pos": below.astype(np.int32),
-        "game_index": pos.game_index,
-        "ply": pos.ply,
-        "black": pos.black_to_move,
+        "game_index": pos.game_index[rows],
+        "ply": pos.ply[rows],
+        "instance": instance[rows],
     }
 
 
@@ -214,13 +241,17 @@ def build_pool(
     *,
     positions_per_instance: int | None = 16,
     seed: int = 0,
+    skip_per_instance: int = 0,
     komi: float = GO_DEFAULT_KOMI,
     chunk_positions: int = ENCODE_CHUNK_POSITIONS,
 ) -> PositionPool:
     """Encode ``games`` (games-table rows of one game kind) into a pool of player instances.
 
     ``positions_per_instance``: keep at most this many random positions of each instance
-    (``None``: all). Positions after an illegal move are not encoded (the encoders stop there).
+    (``None``: all), after the first ``skip_per_instance`` of its random order: a second sample
+    of the same seed that shares no position with the first, for figures on moves a model was
+    never selected on. Positions after an illegal move are not encoded (the encoders stop there).
+    An instance with no more than ``skip_per_instance`` positions is left out.
     """
     if game not in RANK_GROUPS:
         raise PoolError(f"game must be 'chess' or 'go', got {game!r}")
@@ -230,33 +261,15 @@ def build_pool(
     rng = np.random.default_rng(seed)
     movers = _mover_columns(games, game)
     num_plies = np.asarray(games["num_plies"].to_numpy(zero_copy_only=False), dtype=np.int64)
+    keep = partial(_keep_per_instance, keep=positions_per_instance, rng=rng, skip=skip_per_instance)
     parts: dict[str, list[np.ndarray]] = {}
     for start, stop in _chunks(num_plies, chunk_positions):
-        cols = _encode_chunk(games.slice(start, stop - start), game, komi)
-        instance = 2 * (cols["game_index"].astype(np.int64) + start) + cols["black"]
-        keep = _keep_per_instance(instance, positions_per_instance, rng)
-        offsets = cols["legal_offsets"]
-        counts = np.diff(offsets)[keep]
-        starts = offsets[:-1][keep]
-        # Gather the kept rows' legal lists without a Python loop over rows.
-        flat = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
-        flat = flat + np.arange(int(counts.sum()))
-        parts.setdefault("legal_index", []).append(cols["legal_index"][flat])
-        parts.setdefault("legal_counts", []).append(counts)
-        g = cols["game_index"][keep].astype(np.int64) + start
-        black = cols["black"][keep]
-        result = movers["white_result"][g] * np.where(black, -1.0, 1.0)
-        for name, value in (
-            ("planes", cols["planes"][keep]),
-            ("global_", None if cols["global_"] is None else cols["global_"][keep]),
-            ("played", cols["played"][keep]),
-            ("played_pos", cols["played_pos"][keep]),
-            ("ply", cols["ply"][keep]),
-            ("instance", instance[keep]),
-            ("value", result.astype(np.float32)),
-        ):
-            if value is not None:
-                parts.setdefault(name, []).append(value)
+        cols = _encode_chunk(games.slice(start, stop - start), game, komi, start, keep)
+        g = cols.pop("game_index").astype(np.int64) + start
+        black = cols["instance"] % 2 == 1
+        cols["value"] = (movers["white_result"][g] * np.where(black, -1.0, 1.0)).astype(np.float32)
+        for name, value in cols.items():
+            parts.setdefault(name, []).append(value)
     if not parts:
         raise PoolError(f"no {game} positions in {games.num_rows} games")
     instance = np.concatenate(parts["instance"])
