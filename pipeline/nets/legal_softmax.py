@@ -10,20 +10,18 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from pipeline.core.csr import gather_rows
+
 
 def legal_mask(
     legal_offsets: np.ndarray, legal_index: np.ndarray, rows: np.ndarray, size: int
 ) -> torch.Tensor:
     """(B, size) bool: the legal moves of ``rows`` from a CSR legal list, without a row loop."""
-    starts, stops = legal_offsets[rows], legal_offsets[rows + 1]
-    counts = stops - starts
-    flat = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(
-        int(counts.sum())
-    )
+    moves, counts = gather_rows(legal_offsets, legal_index, rows)
     mask = torch.zeros(len(rows), size, dtype=torch.bool)
     mask[
         torch.from_numpy(np.repeat(np.arange(len(rows)), counts)),
-        torch.from_numpy(legal_index[flat].astype(np.int64)),
+        torch.from_numpy(moves.astype(np.int64)),
     ] = True
     return mask
 

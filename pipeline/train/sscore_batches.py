@@ -32,10 +32,11 @@ import torch
 
 from pipeline.chess_game import spec as chess_spec
 from pipeline.chess_game.encode import encode_games as encode_chess_games
+from pipeline.core.csr import gather_rows
 from pipeline.core.errors import KibitzError
 from pipeline.go_game import spec as go_spec
 from pipeline.go_game.encode import encode_games as encode_go_games
-from pipeline.go_game.rules import GoGameSpec
+from pipeline.go_game.rules import games_from_table
 from pipeline.nets.legal_softmax import legal_mask
 
 # Rank groups, weakest first (Kuboki et al. 2025's selection; keep in sync with the presets).
@@ -169,15 +170,6 @@ def _keep_per_instance(
     return kept[np.lexsort((kept, instance[kept]))]
 
 
-def _gather_csr(
-    offsets: np.ndarray, values: np.ndarray, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(values of ``rows`` concatenated, their counts) of a CSR list, without a loop over rows."""
-    counts = np.diff(offsets)[rows]
-    flat = np.repeat(offsets[:-1][rows] - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
-    return values[flat + np.arange(int(counts.sum()))], counts
-
-
 def _encode_chunk(
     games: pa.Table,
     game: str,
@@ -186,52 +178,41 @@ def _encode_chunk(
     keep: Callable[[np.ndarray], np.ndarray],
 ) -> dict[str, np.ndarray]:
     """Encode one chunk of games (rows ``first_game`` … of the table) and return the pool
-    columns of the rows that ``keep`` picks from their instance ids. Everything derived from the
-    encoder's output (uint8 planes, legal lists, the played move's place) is computed for the
-    kept rows only: a pool of 16 moves an instance keeps about one Go position in six."""
+    columns of the rows that ``keep`` picks from their instance ids (``2 · game + black``).
+    Everything derived from the encoder's output (uint8 planes, legal lists, the played move's
+    place) is computed for the kept rows only: a pool of 16 moves an instance keeps about one Go
+    position in six."""
     if game == "chess":
         pos = encode_chess_games(games["moves"])
         black = ~pos.white_to_move
-        instance = 2 * (pos.game_index.astype(np.int64) + first_game) + black
-        rows = keep(instance)
-        legal_index, counts = _gather_csr(pos.legal_offsets, pos.legal_policy_index, rows)
-        return {
+    else:
+        # Fox games as KataGo's Fox data reads them: Japanese rules, ``komi`` for every game
+        pos = encode_go_games(games_from_table(games), rules="japanese", komi=komi)
+        black = pos.black_to_move
+    instance = 2 * (pos.game_index.astype(np.int64) + first_game) + black
+    rows = keep(instance)
+    kept = {"ply": pos.ply[rows], "instance": instance[rows]}
+    if game == "chess":
+        legal_index, counts = gather_rows(pos.legal_offsets, pos.legal_policy_index, rows)
+        return kept | {
             "planes": pos.planes[rows].astype(np.uint8),
             "legal_index": legal_index,
             "legal_counts": counts,
             "played": pos.played_policy_index[rows].astype(np.int64),
             "played_pos": pos.played_legal_pos[rows].astype(np.int32),
-            "game_index": pos.game_index[rows],
-            "ply": pos.ply[rows],
-            "instance": instance[rows],
         }
-    cols = {c: games[c].to_pylist() for c in ("moves", "setup_black", "setup_white", "board_size")}
-    specs = [
-        GoGameSpec(
-            moves=m, setup_black=b or (), setup_white=w or (), board_size=int(s or 19), komi=komi
-        )
-        for m, b, w, s in zip(
-            cols["moves"], cols["setup_black"], cols["setup_white"], cols["board_size"], strict=True
-        )
-    ]
-    pos = encode_go_games(specs, rules="japanese", komi=komi)
-    instance = 2 * (pos.game_index.astype(np.int64) + first_game) + pos.black_to_move
-    rows = keep(instance)
     legal = pos.legal[rows]
     _, legal_index = np.nonzero(legal)  # row-major: grouped by position, ascending index
     played = pos.played_index[rows].astype(np.int64)
     # The played move's place in its legal list = legal moves with a smaller index.
     below = np.cumsum(legal, axis=1)[np.arange(len(rows)), played] - 1
-    return {
+    return kept | {
         "planes": pos.spatial[rows].astype(np.uint8),
         "global_": pos.global_[rows].astype(np.float32),
         "legal_index": legal_index.astype(np.int16),
         "legal_counts": legal.sum(axis=1),
         "played": played,
         "played_pos": below.astype(np.int32),
-        "game_index": pos.game_index[rows],
-        "ply": pos.ply[rows],
-        "instance": instance[rows],
     }
 
 
@@ -265,8 +246,7 @@ def build_pool(
     parts: dict[str, list[np.ndarray]] = {}
     for start, stop in _chunks(num_plies, chunk_positions):
         cols = _encode_chunk(games.slice(start, stop - start), game, komi, start, keep)
-        g = cols.pop("game_index").astype(np.int64) + start
-        black = cols["instance"] % 2 == 1
+        g, black = np.divmod(cols["instance"], 2)
         cols["value"] = (movers["white_result"][g] * np.where(black, -1.0, 1.0)).astype(np.float32)
         for name, value in cols.items():
             parts.setdefault(name, []).append(value)
