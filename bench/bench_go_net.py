@@ -2,7 +2,9 @@
 PyTorch vs ONNX Runtime on this CPU over a batch sweep, against a baseline measured in the same
 run: one position per call on PyTorch (how a GTP engine loop or a naive feature script queries
 a net). With CUDA (and TensorRT installed) the same sweep also runs on the GPU: PyTorch FP32,
-TensorRT FP32 and TensorRT FP16 (trunk FP16, heads FP32 as KataGo does).
+TensorRT FP32 and TensorRT FP16 (trunk FP16, heads FP32 as KataGo does). On a CPU with AMX a
+PyTorch BF16 row is added: how a GPU config runs here with ``--precision bf16``, and which
+batch to give it (``kibitz extract --batch-size``, docs/extract.md).
 
 Inputs are KataGo's own input tensors for real Fox positions (``../shared/reference``), tiled
 to each batch size. Prints the median over ``--repeats`` timed calls (after one warm-up call)
@@ -11,6 +13,7 @@ and the ratio to the baseline.
 Run::
 
     python bench/bench_go_net.py [--batches 1,8,32,128,256] [--repeats 5] [--threads N]
+    python bench/bench_go_net.py --batches 256,1024,4096 --repeats 3 --threads 2  # a GPU batch on a CPU
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import numpy as np
 import torch
 
 from pipeline.core import settings
-from pipeline.nets.evaluator import make_evaluator
+from pipeline.nets.evaluator import make_evaluator, runs_natively
 from pipeline.nets.katago_net import load_katago_net
 
 MODEL = "katago/g170-b6c96-s175395328-d26788732.bin.gz"
@@ -88,6 +91,8 @@ def main() -> int:
         ("torch cpu fp32", {"backend": "torch"}),
         ("onnxruntime cpu fp32", {"backend": "onnx", "cache_dir": cache}),
     ]
+    if runs_natively("bf16", "cpu"):  # an AMX CPU: the number format of a GPU config run here
+        backends.append(("torch cpu bf16", {"backend": "torch", "precision": "bf16"}))
     if torch.cuda.is_available():
         backends.append(("torch cuda fp32", {"backend": "torch", "device": "cuda"}))
         try:

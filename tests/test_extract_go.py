@@ -8,6 +8,7 @@ and the KataGo net costs ~20 ms a position on one CPU core.
 
 from __future__ import annotations
 
+import json
 import pickle
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -19,6 +20,9 @@ import pyarrow.compute as pc
 import pytest
 import torch
 
+from actors.extract_runner import plan_actors
+from pipeline.cli.extract import configure
+from pipeline.cli.main import build_parser
 from pipeline.core import settings
 from pipeline.core.chunk_store import ChunkStore
 from pipeline.core.features_schema import PARTITION_COLUMNS
@@ -495,6 +499,27 @@ def test_the_gpu_levels_config_changes_only_the_levels_and_runs_only_their_head(
     )
     step = GoNetStep(replace(new, precision="fp32"))  # the GPU's FP16 needs CUDA
     assert list(step.levels) == [LEVELS] and LEVELS not in step.bank.nets
+
+
+def test_a_gpu_config_runs_on_a_cpu_with_the_command_lines_overrides():
+    """#28 item 4 on the CPU (docs/train.md): ``kibitz extract go --config
+    bench/extract-go-gpu-levels.yaml --precision bf16 --batch-size 256`` keeps every setting of
+    the file but the number format and the torch batch, both in the hash (at BF16 a batch of
+    4,096 ran KataGo's b6c96 at half the speed of 256 on this CPU, docs/extract.md), and its net
+    actor takes the node's CPUs as torch threads, where the file once held it to one. Its hash
+    is the one the committed aggregates of that run record."""
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    path = bench / "extract-go-gpu-levels.yaml"
+    argv = ["extract", "go", "--config", str(path), "--precision", "bf16", "--batch-size", "256"]
+    config = configure(build_parser().parse_args(argv))
+    file = load_config(path)
+    assert (config.batch_size, config.precision, file.batch_size) == (256, "bf16", 4096)
+    assert config.batch_sizes == {**file.batch_sizes, "torch": 256}
+    assert replace(config, precision=file.precision, batch_sizes=file.batch_sizes) == file
+    run = json.loads((bench / "aggregates/go-gpu-levels/_aggregate.json").read_text())
+    assert config.config_hash() == run["features_config_hash"] == "663a28d72760187c"
+    assert plan_actors(config, cpus=2, gpus=0).evaluator_threads == 2
+    assert plan_actors(config, cpus=16, gpus=1).evaluator_cpus == 1.0
 
 
 def test_the_4x32_levels_config_changes_only_the_levels():

@@ -2,10 +2,13 @@
 bench/meta_compare.py): the pairing on real aggregates, and #28's measured finding that the Go
 skill levels of the g170-trunk `kibitz-go-policy` raise rank-group accuracy over those of the
 4 × 32 net it replaced (`kibitz-go-policy-4x32`), on the same 2,890 games extracted with each
-(bench/aggregates/go-4x32-levels, go-g170-levels: both FP32)."""
+(bench/aggregates/go-4x32-levels, go-g170-levels: both FP32), and that the levels of the
+candidate `kibitz-go-policy-gpu` raise it again over today's default (bench/aggregates/go-gpu-levels
+against the shipped kibitz-meta-go's aggregates)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +22,8 @@ from pipeline.meta.paired import paired_instances, rank_group_accuracy
 
 AGGREGATES = Path(__file__).resolve().parents[1] / "bench" / "aggregates"
 G4X32_LEVELS, G170_LEVELS = AGGREGATES / "go-4x32-levels", AGGREGATES / "go-g170-levels"
+GPU_LEVELS = AGGREGATES / "go-gpu-levels"  # kibitz-go-policy-gpu's levels, BF16 on a CPU
+SHIPPED = Path(__file__).resolve().parents[1] / "models/kibitz-meta-go/aggregates"
 
 
 def write_aggregates(folder: Path, instances: pa.Table, rank_groups: pa.Table) -> Path:
@@ -77,3 +82,25 @@ def test_g170_levels_raise_go_accuracy_on_the_same_games():
     )
     assert old == pytest.approx({"full": 59.9, "no_sscore": 54.4, "no_prior": 50.2}, abs=0.05)
     assert new == pytest.approx({"full": 62.2, "no_sscore": 62.8, "no_prior": 50.2}, abs=0.05)
+
+
+def test_the_gpu_policys_levels_raise_go_accuracy_over_the_shipped_ones():
+    """#28 item 4 (docs/train.md, "Item 4 on the CPU"): the shipped kibitz-meta-go's aggregates
+    (the default levels, BF16 on a GPU) against the same 2,890 games re-extracted on this CPU with
+    kibitz-go-policy-gpu's levels and their levels s-score (bench/aggregates/go-gpu-levels):
+    every set that reads the levels gains at n = 20 on the models' own split (full +4.1,
+    priors and loss +3.8 points); the set that reads neither the levels nor their head
+    (no_prior beside kibitz-sscore-go alone) moves by 0.7."""
+    pair = paired_instances(SHIPPED, GPU_LEVELS, game="go")
+    assert len(pair[0].group) == 5_780 and len(pair[0].columns) == 75
+    config = MetaConfig(ns=(20,), feature_sets=("full", "no_sscore", "no_prior"))
+    old, new = (
+        {name: figures[0] for name, figures in rank_group_accuracy(data, 20, config).items()}
+        for data in pair
+    )
+    assert old == pytest.approx({"full": 59.31, "no_sscore": 62.62, "no_prior": 58.24}, abs=0.01)
+    assert new == pytest.approx({"full": 63.38, "no_sscore": 66.38, "no_prior": 62.91}, abs=0.01)
+    floor = paired_instances(SHIPPED, GPU_LEVELS, game="go", sscore_nets=("kibitz-sscore-go",))
+    config = replace(config, feature_sets=("no_prior",))
+    old, new = (rank_group_accuracy(data, 20, config)["no_prior"][0] for data in floor)
+    assert (old, new) == pytest.approx((50.22, 49.47), abs=0.01)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pipeline.core import settings
 from pipeline.core.errors import KibitzError
-from pipeline.extract.config import BACKENDS, PRECISIONS, load_config, preset
+from pipeline.extract.config import BACKENDS, PRECISIONS, ExtractConfig, load_config, preset
 
 
 class NothingExtractedError(KibitzError, ValueError):
@@ -32,9 +32,10 @@ class NothingExtractedError(KibitzError, ValueError):
     readable game, so that a script never goes on to aggregate an empty features table."""
 
 
-def _run(args: argparse.Namespace) -> int:
-    from pipeline.jobs.extract import parse_part, run_extract
-
+def configure(args: argparse.Namespace) -> ExtractConfig:
+    """The run's config: ``--config`` (or the preset) with the command line's overrides, so that
+    a config written for one machine runs on another (a GPU config on a CPU: ``--precision bf16
+    --batch-size 256``) and its hash still says what changes the features."""
     config = load_config(args.config) if args.config else preset(args.game)
     if config.game != args.game:
         raise SystemExit(f"config {str(args.config)!r} is for {config.game!r}, not {args.game!r}")
@@ -42,6 +43,8 @@ def _run(args: argparse.Namespace) -> int:
         config.backend = args.backend
     if args.precision:
         config.precision = args.precision
+    if args.batch_size:
+        config.batch_sizes = {**config.batch_sizes, config.backend: args.batch_size}
     if args.compile or args.cuda_graphs:
         config.compile = True
     if args.cuda_graphs:
@@ -49,6 +52,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.nodes:
         config.value.nodes = args.nodes
     config.validate()
+    return config
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pipeline.jobs.extract import parse_part, run_extract
+
+    config = configure(args)
     summary = run_extract(
         config,
         Path(args.games),
@@ -100,6 +110,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--precision",
         choices=PRECISIONS,
         help="override the config's number format (bf16: GPUs and CPUs with AMX, docs/extract.md)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        metavar="N",
+        help="override the backend's positions per net call (a GPU config on a CPU: 256, docs/extract.md)",
     )
     parser.add_argument(
         "--compile",

@@ -36,7 +36,7 @@ played move needs no child: its position is the next row.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -56,7 +56,7 @@ from pipeline.extract.features_rows import build_table, game_columns
 from pipeline.extract.levels_head import heads_on_imitation
 from pipeline.go_game.encode import GoBoardStates, GoPositions, encode_children, encode_games
 from pipeline.go_game.metadata import humansl_metadata
-from pipeline.go_game.rules import GoGameSpec
+from pipeline.go_game.rules import GoGameSpec, games_from_table
 from pipeline.go_game.spec import POLICY_SIZE
 from pipeline.nets.go_rank_policy import GoRankPolicyNet, rank_index
 from pipeline.nets.katago_outputs import white_lead
@@ -98,24 +98,12 @@ class GoNetResult:
 
 
 def _specs(games: pa.Table, rows: np.ndarray) -> list[GoGameSpec]:
-    """Game specs with a pass appended for the side to move after the last move."""
-    cols = {c: games[c].to_pylist() for c in ("moves", "setup_black", "setup_white")}
-    cols.update({c: games[c].to_pylist() for c in ("komi", "rules", "board_size")})
-    specs = []
-    for g in rows:
-        moves = list(cols["moves"][g])
-        nxt = "W" if moves[-1].startswith("B") else "B"
-        specs.append(
-            GoGameSpec(
-                moves=[*moves, f"{nxt}:pass"],
-                setup_black=cols["setup_black"][g] or (),
-                setup_white=cols["setup_white"][g] or (),
-                board_size=cols["board_size"][g] or 19,
-                komi=6.5 if cols["komi"][g] is None else float(cols["komi"][g]),
-                rules=cols["rules"][g] or "japanese",
-            )
-        )
-    return specs
+    """Game specs of ``rows`` with a pass appended for the side to move after the last move, so
+    that the final position gets a row of its own (the value net's view after the last move)."""
+    return [
+        replace(spec, moves=[*spec.moves, f"{'W' if spec.moves[-1].startswith('B') else 'B'}:pass"])
+        for spec in games_from_table(games.take(pa.array(rows)))
+    ]
 
 
 def encode_go(games: pa.Table, config: ExtractConfig) -> GoWork:

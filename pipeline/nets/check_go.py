@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from pipeline.core.errors import KibitzError
 from pipeline.go_game.encode import GoPositions, encode_games
-from pipeline.go_game.rules import GoGameSpec
+from pipeline.go_game.rules import games_from_table
 from pipeline.nets.go_rank_policy import GO_POLICY_RANKS, GoRankPolicyNet, rank_index, rank_indices
 from pipeline.nets.katago_outputs import policy_log_probabilities
 from pipeline.nets.move_matching import MoveMatchResult, MoveMatchTally
@@ -88,32 +88,6 @@ def _batches(tables: Iterator[pa.Table], batch_positions: int) -> Iterator[pa.Ta
             stop = min(max(stop, start + 1), table.num_rows)
             yield table.slice(start, stop - start)
             start = stop
-
-
-def _game_specs(table: pa.Table, komi: float | None) -> list[GoGameSpec]:
-    columns = {
-        name: table.column(name).to_pylist()
-        for name in ("moves", "setup_black", "setup_white", "board_size", "komi", "rules")
-    }
-    return [
-        GoGameSpec(
-            moves=moves,
-            setup_black=black or (),
-            setup_white=white or (),
-            board_size=size or 19,
-            komi=komi if komi is not None else (game_komi if game_komi is not None else 6.5),
-            rules=rules or "japanese",
-        )
-        for moves, black, white, size, game_komi, rules in zip(
-            columns["moves"],
-            columns["setup_black"],
-            columns["setup_white"],
-            columns["board_size"],
-            columns["komi"],
-            columns["rules"],
-            strict=True,
-        )
-    ]
 
 
 def mover_ranks(table: pa.Table, positions: GoPositions) -> np.ndarray:
@@ -173,7 +147,7 @@ def check_net(
     tally = MoveMatchTally(conditionings=GO_POLICY_RANKS if conditioned else ())
     started = time.perf_counter()
     for table in _batches(read_games(Path(path), max_games=max_games), batch_positions):
-        positions = encode_games(_game_specs(table, komi))
+        positions = encode_games(games_from_table(table), komi=komi)
         sources = table.column("source_file").to_pylist()
         indices = table.column("source_index").to_pylist()
         for game, ply, reason in positions.illegal_moves:
