@@ -8,7 +8,6 @@ against the shipped kibitz-meta-go's aggregates)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.meta.aggregate import INSTANCES, load_mart
-from pipeline.meta.model import MetaConfig, MetaDataError
+from pipeline.meta.model import InstanceData, MetaConfig, MetaDataError
 from pipeline.meta.paired import paired_instances, rank_group_accuracy
 
 AGGREGATES = Path(__file__).resolve().parents[1] / "bench" / "aggregates"
@@ -68,18 +67,30 @@ def test_pairing_refuses_games_with_other_rank_groups(tmp_path):
         paired_instances(first, second, game="go")
 
 
+SETS = ("full", "no_sscore", "no_prior")
+
+
+def accuracy_at_20(
+    first: Path, second: Path, sets: tuple[str, ...], sscore_nets: tuple[str, ...] = ()
+) -> tuple[tuple[InstanceData, InstanceData], dict[str, float], dict[str, float]]:
+    """The paired instances of two aggregates folders and each side's rank-group accuracy % at
+    n = 20 per feature set, fitted and evaluated on the models' own split."""
+    pair = paired_instances(first, second, game="go", sscore_nets=sscore_nets)
+    config = MetaConfig(ns=(20,), feature_sets=sets)
+    old, new = (
+        {name: figures[0] for name, figures in rank_group_accuracy(data, 20, config).items()}
+        for data in pair
+    )
+    return pair, old, new
+
+
 def test_g170_levels_raise_go_accuracy_on_the_same_games():
     """#28 item 4 (docs/train.md, "What it does to the meta-model"): on the games the 4 × 32
     levels' meta-model was fitted on, re-extracted with the g170-trunk levels, priors and loss
     alone gain 8.4 points at n = 20 and the full set 2.3; the set that reads no level column
     (no_prior) does not move."""
-    pair = paired_instances(G4X32_LEVELS, G170_LEVELS, game="go", sscore_nets=("kibitz-sscore-go",))
+    pair, old, new = accuracy_at_20(G4X32_LEVELS, G170_LEVELS, SETS, ("kibitz-sscore-go",))
     assert len(pair[0].group) == 5_780 and len(pair[0].columns) == 66
-    config = MetaConfig(ns=(20,), feature_sets=("full", "no_sscore", "no_prior"))
-    old, new = (
-        {name: figures[0] for name, figures in rank_group_accuracy(data, 20, config).items()}
-        for data in pair
-    )
     assert old == pytest.approx({"full": 59.9, "no_sscore": 54.4, "no_prior": 50.2}, abs=0.05)
     assert new == pytest.approx({"full": 62.2, "no_sscore": 62.8, "no_prior": 50.2}, abs=0.05)
 
@@ -91,16 +102,9 @@ def test_the_gpu_policys_levels_raise_go_accuracy_over_the_shipped_ones():
     every set that reads the levels gains at n = 20 on the models' own split (full +4.1,
     priors and loss +3.8 points); the set that reads neither the levels nor their head
     (no_prior beside kibitz-sscore-go alone) moves by 0.7."""
-    pair = paired_instances(SHIPPED, GPU_LEVELS, game="go")
+    pair, old, new = accuracy_at_20(SHIPPED, GPU_LEVELS, SETS)
     assert len(pair[0].group) == 5_780 and len(pair[0].columns) == 75
-    config = MetaConfig(ns=(20,), feature_sets=("full", "no_sscore", "no_prior"))
-    old, new = (
-        {name: figures[0] for name, figures in rank_group_accuracy(data, 20, config).items()}
-        for data in pair
-    )
     assert old == pytest.approx({"full": 59.31, "no_sscore": 62.62, "no_prior": 58.24}, abs=0.01)
     assert new == pytest.approx({"full": 63.38, "no_sscore": 66.38, "no_prior": 62.91}, abs=0.01)
-    floor = paired_instances(SHIPPED, GPU_LEVELS, game="go", sscore_nets=("kibitz-sscore-go",))
-    config = replace(config, feature_sets=("no_prior",))
-    old, new = (rank_group_accuracy(data, 20, config)["no_prior"][0] for data in floor)
-    assert (old, new) == pytest.approx((50.22, 49.47), abs=0.01)
+    _, old, new = accuracy_at_20(SHIPPED, GPU_LEVELS, ("no_prior",), ("kibitz-sscore-go",))
+    assert (old["no_prior"], new["no_prior"]) == pytest.approx((50.22, 49.47), abs=0.01)
