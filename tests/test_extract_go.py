@@ -534,3 +534,31 @@ def test_the_4x32_levels_config_changes_only_the_levels():
     assert [n.model for n in new.strength_nets] == ["kibitz-sscore-go", "kibitz-sscore-go-levels"]
     assert [n.model for n in old.strength_nets] == ["kibitz-sscore-go"]
     assert replace(old, imitation_nets=new.imitation_nets, strength_nets=new.strength_nets) == new
+
+
+def test_a_config_states_what_it_changes_over_its_base(tmp_path):
+    """``base:`` (a file relative to the config): mappings merge key by key, a net list
+    replaces the base's, and a base may have its own base; a cycle and a missing base are
+    errors naming the files. The bench variants above are written this way."""
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    (tmp_path / "variants").mkdir()
+    (tmp_path / "gpu.yaml").write_text(
+        f"base: {bench / 'extract-go-gpu.yaml'}\nvalue: {{hash_mb: 32}}\n"
+        "batch_sizes: {torch: 256}\n"
+    )
+    (tmp_path / "variants" / "levels.yaml").write_text(
+        "base: ../gpu.yaml\nstrength_nets: [kibitz-sscore-go]\nprecision: bf16\n"
+    )
+    shipped = load_config(bench / "extract-go-gpu.yaml")
+    config = load_config(tmp_path / "variants" / "levels.yaml")
+    assert config.value == replace(shipped.value, hash_mb=32)
+    assert config.batch_sizes == {**shipped.batch_sizes, "torch": 256}
+    assert [n.name for n in config.strength_nets] == ["kibitz-sscore-go"]
+    assert config.imitation_nets == shipped.imitation_nets and config.precision == "bf16"
+    (tmp_path / "a.yaml").write_text("base: b.yaml\ngame: go\n")
+    (tmp_path / "b.yaml").write_text("base: a.yaml\n")
+    with pytest.raises(ConfigError, match=r"cycle: .*a\.yaml -> .*b\.yaml -> .*a\.yaml"):
+        load_config(tmp_path / "a.yaml")
+    (tmp_path / "c.yaml").write_text("base: gone.yaml\ngame: go\n")
+    with pytest.raises(ConfigError, match=r"c\.yaml': base: cannot read extraction config .*gone"):
+        load_config(tmp_path / "c.yaml")

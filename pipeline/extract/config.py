@@ -1,9 +1,10 @@
 """Configuration of ``kibitz extract``: which nets, which evaluator, how work is cut and batched.
 
 The defaults live in YAML presets (``pipeline/presets/extract-chess.yaml``, ``extract-go.yaml``);
-``--config FILE`` replaces the preset with the user's own file of the same shape. Adding an
-imitation level (a Maia net, a rank-conditioned KataGo HumanSL profile) or a strength net is one
-entry under ``imitation_nets`` / ``strength_nets``: its columns appear in the features table.
+``--config FILE`` replaces the preset with the user's own file of the same shape, or with only
+what it changes over another file (``base:``). Adding an imitation level (a Maia net, a
+rank-conditioned KataGo HumanSL profile) or a strength net is one entry under
+``imitation_nets`` / ``strength_nets``: its columns appear in the features table.
 
 The resolved config is written next to the output as ``_config.yaml`` and its hash
 (:meth:`ExtractConfig.config_hash`) is part of every chunk id, so output of a changed config never
@@ -256,12 +257,43 @@ def config_from_dict(raw: dict[str, Any]) -> ExtractConfig:
     return config.validate()
 
 
-def load_config(path: Path) -> ExtractConfig:
-    """Read a YAML config file (a preset or the user's)."""
+BASE_KEY = "base"  # a config file's base file, a path relative to it
+
+
+def _read_raw(path: Path, seen: tuple[Path, ...] = ()) -> Any:
+    """The YAML of ``path`` laid over that of its ``base:`` file, so that a variant (other skill
+    levels, another batch) states only what it changes and the rest stays in one file. Mappings
+    (``value``, ``expected_loss``, ``batch_sizes``) merge key by key; any other key, a list of
+    nets included, replaces the base's."""
     try:
         raw = yaml.safe_load(Path(path).read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise ConfigError(f"cannot read extraction config {str(path)!r}: {exc}") from exc
+    if not isinstance(raw, dict) or BASE_KEY not in raw:
+        return raw
+    here = Path(path).resolve()
+    if here in seen:
+        chain = " -> ".join(str(p) for p in (*seen, here))
+        raise ConfigError(f"extraction config bases form a cycle: {chain}")
+    raw = dict(raw)
+    try:
+        base = _read_raw(here.parent / str(raw.pop(BASE_KEY)), (*seen, here))
+    except ConfigError as exc:
+        raise ConfigError(f"{str(path)!r}: base: {exc}") from exc
+    if not isinstance(base, dict):
+        raise ConfigError(f"the base of {str(path)!r} is not a mapping, got {base!r}")
+    merged = dict(base)
+    for key, value in raw.items():
+        below = base.get(key)
+        merged[key] = (
+            {**below, **value} if isinstance(below, dict) and isinstance(value, dict) else value
+        )
+    return merged
+
+
+def load_config(path: Path) -> ExtractConfig:
+    """Read a YAML config file (a preset or the user's), laid over its ``base:`` if it names one."""
+    raw = _read_raw(Path(path))
     try:
         return config_from_dict(raw)
     except ConfigError as exc:
