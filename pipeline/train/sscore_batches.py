@@ -170,37 +170,40 @@ def _keep_per_instance(
     return kept[np.lexsort((kept, instance[kept]))]
 
 
-def _encode_chunk(
-    games: pa.Table,
-    game: str,
-    komi: float,
-    first_game: int,
-    keep: Callable[[np.ndarray], np.ndarray],
-) -> dict[str, np.ndarray]:
-    """Encode one chunk of games (rows ``first_game`` … of the table) and return the pool
-    columns of the rows that ``keep`` picks from their instance ids (``2 · game + black``).
-    Everything derived from the encoder's output (uint8 planes, legal lists, the played move's
-    place) is computed for the kept rows only: a pool of 16 moves an instance keeps about one Go
-    position in six."""
-    if game == "chess":
-        pos = encode_chess_games(games["moves"])
-        black = ~pos.white_to_move
-    else:
-        # Fox games as KataGo's Fox data reads them: Japanese rules, ``komi`` for every game
-        pos = encode_go_games(games_from_table(games), rules="japanese", komi=komi)
-        black = pos.black_to_move
-    instance = 2 * (pos.game_index.astype(np.int64) + first_game) + black
+Keep = Callable[[np.ndarray], np.ndarray]  # instance id of each row → the rows to keep
+
+
+def _kept_rows(
+    game_index: np.ndarray, black: np.ndarray, ply: np.ndarray, first_game: int, keep: Keep
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The rows ``keep`` picks from their player instances (``2 · game + black``, games counted
+    from the table's row ``first_game``), and the pool's ply and instance columns of them."""
+    instance = 2 * (game_index.astype(np.int64) + first_game) + black
     rows = keep(instance)
-    kept = {"ply": pos.ply[rows], "instance": instance[rows]}
-    if game == "chess":
-        legal_index, counts = gather_rows(pos.legal_offsets, pos.legal_policy_index, rows)
-        return kept | {
-            "planes": pos.planes[rows].astype(np.uint8),
-            "legal_index": legal_index,
-            "legal_counts": counts,
-            "played": pos.played_policy_index[rows].astype(np.int64),
-            "played_pos": pos.played_legal_pos[rows].astype(np.int32),
-        }
+    return rows, {"ply": ply[rows], "instance": instance[rows]}
+
+
+def _chess_columns(
+    games: pa.Table, first_game: int, keep: Keep, komi: float
+) -> dict[str, np.ndarray]:
+    """Pool columns of one chunk of chess games (``komi``: Go's, unused)."""
+    pos = encode_chess_games(games["moves"])
+    rows, kept = _kept_rows(pos.game_index, ~pos.white_to_move, pos.ply, first_game, keep)
+    legal_index, counts = gather_rows(pos.legal_offsets, pos.legal_policy_index, rows)
+    return kept | {
+        "planes": pos.planes[rows].astype(np.uint8),
+        "legal_index": legal_index,
+        "legal_counts": counts,
+        "played": pos.played_policy_index[rows].astype(np.int64),
+        "played_pos": pos.played_legal_pos[rows].astype(np.int32),
+    }
+
+
+def _go_columns(games: pa.Table, first_game: int, keep: Keep, komi: float) -> dict[str, np.ndarray]:
+    """Pool columns of one chunk of Go games, read as KataGo's Fox data reads them: Japanese
+    rules and ``komi`` for every game."""
+    pos = encode_go_games(games_from_table(games), rules="japanese", komi=komi)
+    rows, kept = _kept_rows(pos.game_index, pos.black_to_move, pos.ply, first_game, keep)
     legal = pos.legal[rows]
     _, legal_index = np.nonzero(legal)  # row-major: grouped by position, ascending index
     played = pos.played_index[rows].astype(np.int64)
@@ -214,6 +217,16 @@ def _encode_chunk(
         "played": played,
         "played_pos": below.astype(np.int32),
     }
+
+
+# A chunk of games (rows ``first_game`` … of the table) → the pool columns of the rows ``keep``
+# picks. Everything derived from the encoder's output (uint8 planes, legal lists, the played
+# move's place) is computed for the kept rows only: a pool of 16 moves an instance keeps about
+# one Go position in six.
+POOL_COLUMNS: dict[str, Callable[[pa.Table, int, Keep, float], dict[str, np.ndarray]]] = {
+    "chess": _chess_columns,
+    "go": _go_columns,
+}
 
 
 def build_pool(
@@ -245,7 +258,7 @@ def build_pool(
     keep = partial(_keep_per_instance, keep=positions_per_instance, rng=rng, skip=skip_per_instance)
     parts: dict[str, list[np.ndarray]] = {}
     for start, stop in _chunks(num_plies, chunk_positions):
-        cols = _encode_chunk(games.slice(start, stop - start), game, komi, start, keep)
+        cols = POOL_COLUMNS[game](games.slice(start, stop - start), start, keep, komi)
         g, black = np.divmod(cols["instance"], 2)
         cols["value"] = (movers["white_result"][g] * np.where(black, -1.0, 1.0)).astype(np.float32)
         for name, value in cols.items():
