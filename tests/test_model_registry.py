@@ -228,3 +228,49 @@ def test_cli_check_needs_the_games_of_the_nets_game(capsys: pytest.CaptureFixtur
     )
     assert kibitz_models(["check", "katago-g170-b6c96", "--pgn", str(games)]) == 2
     assert "is a go net: give the games with --sgf" in capsys.readouterr().err
+
+
+def test_a_renamed_net_resolves_under_its_former_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A net renamed in the registry (``formerly``) still resolves under the name that
+    features, meta-models and levels heads recorded when they were made: Maia-1100's file
+    registered as ``maia-renamed``, formerly ``maia-old-name``. A current name wins over a
+    former one, and a former name two entries claim is an error."""
+    from types import SimpleNamespace
+
+    from pipeline.meta.model_card import _nets
+    from pipeline.meta.registered import check_nets
+
+    shutil.copy(settings.models_dir() / "maia" / "maia-1100.pb.gz", tmp_path)
+    monkeypatch.setenv("KIBITZ_MODELS_DIR", str(tmp_path))
+    renamed = user_entry("maia-renamed", "maia-1100.pb.gz", MAIA_1100_SHA)
+    write_user_registry(tmp_path, [{**renamed, "formerly": ["maia-old-name", "maia-1100"]}])
+    entry = model_registry.find_entry("maia-old-name")
+    assert (entry.name, entry.formerly) == ("maia-renamed", ("maia-old-name", "maia-1100"))
+    assert model_registry.resolve("maia-old-name").file == tmp_path / "maia-1100.pb.gz"
+    assert model_registry.model_sha256("maia-old-name") == MAIA_1100_SHA
+    assert model_registry.find_entry("maia-1100").source == "built-in"  # the current name wins
+
+    # a meta-model whose features recorded the former name: its nets check, its card says both
+    config = {"imitation_nets": [{"name": "maia-1100", "model": "maia-old-name"}]}
+    manifest = {"features_config": {"config": config, "nets": {"maia-old-name": MAIA_1100_SHA}}}
+    check_nets(SimpleNamespace(manifest=manifest, root=tmp_path))
+    row = f"| maia-1100 | maia-renamed (extracted as maia-old-name) | `{MAIA_1100_SHA}` |"
+    assert _nets(manifest, None)[2] == row
+
+    assert kibitz_models(["list", "--no-verify"]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("maia-renamed")]
+    assert line.startswith("maia-renamed (formerly maia-old-name, maia-1100)  chess")
+    assert line.split()[5:7] == ["lc0", "yes"]
+
+    other = {
+        **user_entry("maia-other", "maia-1100.pb.gz", MAIA_1100_SHA),
+        "formerly": ["maia-old-name"],
+    }
+    write_user_registry(tmp_path, [{**renamed, "formerly": ["maia-old-name"]}, other])
+    with pytest.raises(RegistryFileError, match="'maia-old-name' is a former name of 2 entries"):
+        model_registry.find_entry("maia-old-name")
+    write_user_registry(tmp_path, [{**renamed, "formerly": "maia-old-name"}])
+    with pytest.raises(RegistryFileError, match="formerly must be a list of strings"):
+        model_registry.list_models()

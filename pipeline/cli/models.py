@@ -52,9 +52,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     rows = [("name", "game", "format", "present", "sha256", "license", "path")]
     for entry in entries:
         present, sha = _status(entry, verify=not args.no_verify)
-        rows.append(
-            (entry.name, entry.game, entry.format, present, sha, entry.license, str(entry.file))
-        )
+        name = entry.name + (f" (formerly {', '.join(entry.formerly)})" if entry.formerly else "")
+        rows.append((name, entry.game, entry.format, present, sha, entry.license, str(entry.file)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]

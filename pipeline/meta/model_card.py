@@ -89,19 +89,24 @@ def _strength(manifest: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _nets(manifest: dict[str, Any]) -> list[str]:
+def _nets(manifest: dict[str, Any], models_dir: Path | None) -> list[str]:
     record = manifest.get("features_config") or {}
     config = record.get("config", {})
     sha = record.get("nets", {})
     lines = ["| column name | net | sha256 |", "|---|---|---|"]
     for net in config.get("imitation_nets", []) + config.get("strength_nets", []):
-        lines.append(f"| {net['name']} | {net['model']} | `{sha.get(net['model'], '?')}` |")
+        model = net["model"]
+        lines.append(
+            f"| {net['name']} | {_present_name(model, models_dir)} | `{sha.get(model, '?')}` |"
+        )
     value = config.get("value", {})
     if value.get("evaluator") == "stockfish":
         lines.append(f"| value, loss | Stockfish, {value.get('nodes')} nodes a position | — |")
     elif value.get("model"):
         model = value["model"]
-        lines.append(f"| value, loss | {model} | `{sha.get(model, '?')}` |")
+        lines.append(
+            f"| value, loss | {_present_name(model, models_dir)} | `{sha.get(model, '?')}` |"
+        )
     loss = config.get("expected_loss") or {}
     if loss.get("net"):
         lines.append(
@@ -109,6 +114,16 @@ def _nets(manifest: dict[str, Any]) -> list[str]:
             f" at most {loss.get('max_moves')}) | — |"
         )
     return lines
+
+
+def _present_name(model: str, models_dir: Path | None) -> str:
+    """A net as the registry names it now: the features recorded the name it had when they
+    were extracted, and a net renamed since (``formerly``) is shown under both."""
+    try:
+        entry = find_entry(model, models_dir=models_dir)
+    except ModelNotFoundError:  # a path, or a net no longer registered: as recorded
+        return model
+    return model if entry.name == model else f"{entry.name} (extracted as {model})"
 
 
 def _licences(manifest: dict[str, Any], models_dir: Path | None) -> str:
@@ -210,7 +225,7 @@ def render_card(manifest: dict[str, Any], *, models_dir: Path | None = None) -> 
         f" `{manifest.get('features_config_hash')}`; `kibitz estimate` extracts a player's games"
         " with the same config and refuses nets whose sha256 differs.",
         "",
-        *_nets(manifest),
+        *_nets(manifest, models_dir),
         "",
         "## How it was made",
         "",

@@ -85,6 +85,10 @@ class ModelEntry:
     # What the name stood for before (a renamed or replaced default), oldest first: the name
     # is the registry's, so its past is kept here and printed in the model's card.
     history: tuple[str, ...] = ()
+    # Names these weights were registered under before a rename (``find_entry`` resolves
+    # them): features, meta-models and levels heads record the name a net had when they were
+    # made, and a rename must not orphan them (each also records the sha256 it read).
+    formerly: tuple[str, ...] = ()
 
     @property
     def file(self) -> Path:
@@ -129,18 +133,19 @@ def _read_registry(path: Path, *, models_dir: Path, source: str) -> list[ModelEn
                 license=str(item.get("license", "")),
                 description=str(item.get("description", "")),
                 source=source,
-                history=_history(item, path, i),
+                history=_strings(item, "history", path, i),
+                formerly=_strings(item, "formerly", path, i),
             )
         )
     return entries
 
 
-def _history(item: dict[str, Any], path: Path, i: int) -> tuple[str, ...]:
-    """An entry's optional ``history``: a list of strings."""
-    history = item.get("history") or []
-    if not isinstance(history, list) or not all(isinstance(line, str) for line in history):
-        raise RegistryFileError(f"{str(path)!r}: models[{i}] history must be a list of strings")
-    return tuple(history)
+def _strings(item: dict[str, Any], key: str, path: Path, i: int) -> tuple[str, ...]:
+    """An entry's optional list of strings (``history``, ``formerly``)."""
+    values = item.get(key) or []
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise RegistryFileError(f"{str(path)!r}: models[{i}] {key} must be a list of strings")
+    return tuple(values)
 
 
 def list_models(*, models_dir: Path | None = None) -> list[ModelEntry]:
@@ -165,7 +170,8 @@ def write_entry(models_root: Path, entry: dict[str, Any]) -> Path:
 
     How ``kibitz train … --register NAME`` ships a model: the folder ``models_root/NAME/`` holds
     the files, this entry names the one to verify. A replaced entry's ``history`` is kept: a
-    retrained model takes the name, not the name's past.
+    retrained model takes the name, not the name's past. Its ``formerly`` is not: those names
+    were the old weights'.
     """
     registry = Path(models_root) / USER_REGISTRY_NAME
     doc = yaml.safe_load(registry.read_text(encoding="utf-8")) if registry.is_file() else None
@@ -221,11 +227,21 @@ def verify(entry: ModelEntry) -> Path:
 
 
 def find_entry(name: str, *, models_dir: Path | None = None) -> ModelEntry:
-    """The registry entry named ``name`` (not verified)."""
+    """The registry entry named ``name`` (not verified): the entry of that name, else the one
+    whose weights went by that name before a rename (``formerly``). A current name wins, so
+    a name a default was renamed away from can be given to new weights."""
     entries = list_models(models_dir=models_dir)
     for entry in entries:
         if entry.name == name:
             return entry
+    renamed = [e for e in entries if name in e.formerly]
+    if len(renamed) == 1:
+        return renamed[0]
+    if renamed:
+        raise RegistryFileError(
+            f"{name!r} is a former name of {len(renamed)} entries"
+            f" ({', '.join(e.name for e in renamed)}): a name stands for one net"
+        )
     known = ", ".join(e.name for e in entries)
     raise ModelNotFoundError(f"no model named {name!r} in the registry (known: {known})")
 
