@@ -60,6 +60,27 @@ def test_packs_of_batches_concatenate_exactly_when_their_float_channels_differ(
         pack_planes(chess_planes[late], float_channels=np.array([], np.int32))
 
 
+def test_bits_are_numpys_packbits_most_significant_first(
+    chess_planes: np.ndarray, go_planes: np.ndarray
+) -> None:
+    """The compiled packer writes what ``np.packbits`` wrote before it: by hand, channels
+    [1, 0, 1, 1, 0] and [0, 0, 0, 0, 1] are the bits 10110000 01000000 (-0.0 is a 0); a NaN
+    makes its channel float; and on real planes the bytes are numpy's."""
+    planes = np.array(
+        [[[[1, 0, 1, 1, -0.0]], [[0, 0, 0, 0, 1]], [[np.nan, 0, 0, 0, 0]]]], np.float32
+    )
+    packed = pack_planes(planes)  # (1, 3, 1, 5)
+    assert packed.bits.tolist() == [[0b10110000, 0b01000000]]
+    assert packed.binary_channels.tolist() == [0, 1] and packed.float_channels.tolist() == [2]
+    assert np.isnan(packed.unpack()[0, 2, 0, 0]) and packed.unpack()[0, 0, 0, 4] == 0
+    for real in (chess_planes, go_planes):
+        ours = pack_planes(real)
+        n = len(real)
+        flat = real.reshape(n, real.shape[1], -1)[:, ours.binary_channels].reshape(n, -1)
+        np.testing.assert_array_equal(ours.bits, np.packbits(flat.astype(np.uint8), axis=1))
+    assert pack_planes(go_planes[:0]).bits.shape == (0, 22 * 361 // 8 + 1)
+
+
 @pytest.mark.parametrize("kind", ["chess", "go"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_unpack_on_device_equals_numpy_unpack(

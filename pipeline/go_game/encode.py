@@ -35,6 +35,7 @@ from dataclasses import dataclass, fields, replace
 import numba as nb
 import numpy as np
 
+from pipeline.core.packed_planes import pack_planes
 from pipeline.go_game import spec
 from pipeline.go_game.rules import (
     BLACK,
@@ -1326,7 +1327,7 @@ def encode_children(
 def compile_kernels() -> None:
     """Compile every kernel extraction calls (or load them from numba's on-disk cache) by
     encoding one short game with its board states and one position after a move, as
-    extraction with expected loss does.
+    extraction with expected loss does, and packing its planes.
 
     The extraction driver calls it once before its Ray workers start
     (``GoExtraction.compile_encoders``), so that the workers of a fresh node load the kernels
@@ -1335,6 +1336,7 @@ def compile_kernels() -> None:
     as read-only arrays, which numba compiles as a signature of their own.
     """
     positions = encode_games([GoGameSpec(moves=["B:pd", "W:dp", "B:pass"])], keep_states=True)
+    pack_planes(positions.spatial)
     states = positions.states
     parents = np.array([1])
     moves = np.flatnonzero(states.legal[1])[:1].astype(np.int16)
