@@ -8,6 +8,10 @@ command measures that case on the same machine by capping oneDNN's instruction s
 
     python bench/bench_cpu_precision.py [--games 8] [--repeats 3] [--threads 1] [--config C]
     ONEDNN_MAX_CPU_ISA=AVX2 python bench/bench_cpu_precision.py --games 0   # a CPU without AMX
+    python bench/bench_cpu_precision.py --compiled bf16 --batch-size 256   # eager against compiled
+
+``--compiled P`` compares, in the extraction part, eager nets against compiled ones
+(``kibitz extract --compile``) at precision P instead of FP32 against BF16.
 
 Per net: median positions/s over ``--repeats`` calls of one batch (after a warm-up) on KataGo's
 input tensors for real Fox positions (``../shared/reference``), and the ratio. Extraction: the
@@ -69,20 +73,22 @@ def first_games(per_group: int) -> pa.Table:
     return pa.concat_tables(sgf.read_chunk(chunk).games for chunk in chunks)
 
 
-def compare_features(fp32: pa.Table, bf16: pa.Table) -> None:
-    """Per float column from the nets: mean and largest |BF16 − FP32| beside FP32's spread."""
-    print(f"\n{'column':<32}{'sd (fp32)':>11}{'mean |d|':>11}{'mean d':>11}{'max |d|':>10}")
-    for name in fp32.column_names:
-        if name in NOT_FROM_NETS or not pa.types.is_floating(fp32[name].type):
+def compare_features(base: pa.Table, other: pa.Table, label: str) -> None:
+    """Per float column from the nets: mean and largest |other − base| beside the base's spread."""
+    print(
+        f"\n{'column':<32}{'sd (' + label + ')':>16}{'mean |d|':>11}{'mean d':>11}{'max |d|':>10}"
+    )
+    for name in base.column_names:
+        if name in NOT_FROM_NETS or not pa.types.is_floating(base[name].type):
             continue
-        a = fp32[name].to_numpy(zero_copy_only=False).astype(np.float64)
-        b = bf16[name].to_numpy(zero_copy_only=False).astype(np.float64)
+        a = base[name].to_numpy(zero_copy_only=False).astype(np.float64)
+        b = other[name].to_numpy(zero_copy_only=False).astype(np.float64)
         ok = np.isfinite(a) & np.isfinite(b)
         if not ok.any():
             continue
         d = b[ok] - a[ok]
         print(
-            f"{name:<32}{a[ok].std():>11.4f}{np.abs(d).mean():>11.5f}{d.mean():>+11.5f}"
+            f"{name:<32}{a[ok].std():>16.4f}{np.abs(d).mean():>11.5f}{d.mean():>+11.5f}"
             f"{np.abs(d).max():>10.4f}"
         )
 
@@ -93,9 +99,15 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--config", help="extraction config YAML (default: the Go preset)")
+    parser.add_argument(
+        "--compiled", metavar="P", help="extraction: eager against compiled nets at precision P"
+    )
+    parser.add_argument("--batch-size", type=int, help="extraction batch (default: the config's)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     config = load_config(args.config) if args.config else preset("go")
+    if args.batch_size:
+        config.batch_sizes[config.backend] = args.batch_size
     models = dict.fromkeys(
         [n.model for n in config.imitation_nets + config.strength_nets] + [config.value.model]
     )
@@ -112,17 +124,24 @@ def main() -> int:
     if not args.games:
         return 0
     games = first_games(args.games)
-    tables = {}
-    for precision in ("fp32", "bf16"):
-        config.precision = precision
+    p = args.compiled
+    runs = [(p, p, False), (f"{p} compiled", p, True)] if p else [
+        ("fp32", "fp32", False), ("bf16", "bf16", False)
+    ]  # fmt: skip
+    tables = []
+    for label, precision, compiled in runs:
+        config.precision, config.compile = precision, compiled
+        if compiled:  # the compile is start-up, as in a long run: time the second pass
+            extract_in_process(config.validate(), games.slice(0, 1))
         start = time.perf_counter()
-        tables[precision], _ = extract_in_process(config.validate(), games)
+        table, _ = extract_in_process(config.validate(), games)
         seconds = time.perf_counter() - start
+        tables.append(table)
         print(
-            f"\nextraction {precision}: {games.num_rows} games, {tables[precision].num_rows:,} "
-            f"positions in {seconds:.1f} s: {tables[precision].num_rows / seconds:,.1f} positions/s"
+            f"\nextraction {label}: {games.num_rows} games, {table.num_rows:,} "
+            f"positions in {seconds:.1f} s: {table.num_rows / seconds:,.1f} positions/s"
         )
-    compare_features(tables["fp32"], tables["bf16"])
+    compare_features(*tables, runs[0][0])
     return 0
 
 

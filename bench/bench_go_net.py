@@ -4,7 +4,10 @@ run: one position per call on PyTorch (how a GTP engine loop or a naive feature 
 a net). With CUDA (and TensorRT installed) the same sweep also runs on the GPU: PyTorch FP32,
 TensorRT FP32 and TensorRT FP16 (trunk FP16, heads FP32 as KataGo does). On a CPU with AMX a
 PyTorch BF16 row is added: how a GPU config runs here with ``--precision bf16``, and which
-batch to give it (``kibitz extract --batch-size``, docs/extract.md).
+batch to give it (``kibitz extract --batch-size``, docs/extract.md). The "compiled" rows run
+the net through ``torch.compile`` (``kibitz extract --compile``): Inductor fuses each batch
+norm's scale, shift and activation into one pass, which eager PyTorch makes three passes over
+memory; the compile (tens of seconds) is the warm-up call, untimed.
 
 Inputs are KataGo's own input tensors for real Fox positions (``../shared/reference``), tiled
 to each batch size. Prints the median over ``--repeats`` timed calls (after one warm-up call)
@@ -14,6 +17,7 @@ Run::
 
     python bench/bench_go_net.py [--batches 1,8,32,128,256] [--repeats 5] [--threads N]
     python bench/bench_go_net.py --batches 256,1024,4096 --repeats 3 --threads 2  # a GPU batch on a CPU
+    python bench/bench_go_net.py --batches 256 --threads 2 --profile   # + where eager time goes
 """
 
 from __future__ import annotations
@@ -75,24 +79,54 @@ def baseline_one_per_call(evaluate: Callable[[dict[str, np.ndarray]], dict]) -> 
     return BASELINE_POSITIONS / (time.perf_counter() - start)
 
 
+def profile_eager(net: torch.nn.Module, batch: int) -> None:
+    """Self CPU time per operator of one eager call (the CPU's native precision, after a
+    warm-up): where an uncompiled net spends it, the case for ``--compile`` on a CPU."""
+    from torch.profiler import ProfilerActivity, profile
+
+    precision = "bf16" if runs_natively("bf16", "cpu") else "fp32"
+    evaluate = make_evaluator(net, backend="torch", precision=precision)
+    inputs = reference_batch(batch)
+    evaluate(inputs)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        evaluate(inputs)
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in events)
+    print(f"eager {precision}, batch {batch}: self CPU time by operator")
+    for event in events[:8]:
+        print(f"  {event.key:<28}{100 * event.self_cpu_time_total / total:>6.1f} %")
+    print()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", default="1,8,32,128,256", help="comma-separated sizes")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="intra-op threads (CPU)")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="print where one eager CPU call's time goes (torch.profiler, the first batch size)",
+    )
     args = parser.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
     if args.threads:
         torch.set_num_threads(args.threads)
     net = load_katago_net(settings.models_dir() / MODEL)
+    if args.profile:
+        profile_eager(net, batches[0])
     cache = Path(tempfile.mkdtemp(prefix="kibitz-bench-go-"))
 
     backends: list[tuple[str, dict]] = [
         ("torch cpu fp32", {"backend": "torch"}),
+        ("torch cpu fp32 compiled", {"backend": "torch", "compile": True}),
         ("onnxruntime cpu fp32", {"backend": "onnx", "cache_dir": cache}),
     ]
     if runs_natively("bf16", "cpu"):  # an AMX CPU: the number format of a GPU config run here
         backends.append(("torch cpu bf16", {"backend": "torch", "precision": "bf16"}))
+        backends.append(
+            ("torch cpu bf16 compiled", {"backend": "torch", "precision": "bf16", "compile": True})
+        )
     if torch.cuda.is_available():
         backends.append(("torch cuda fp32", {"backend": "torch", "device": "cuda"}))
         try:
@@ -120,12 +154,12 @@ def main() -> int:
     )
     baseline = baseline_one_per_call(make_evaluator(net, backend="torch"))
     print(f"baseline: PyTorch CPU, one position per call: {baseline:,.1f} positions/s\n")
-    print(f"{'backend':<22}" + "".join(f"{'batch ' + str(b):>14}" for b in batches))
+    print(f"{'backend':<24}" + "".join(f"{'batch ' + str(b):>14}" for b in batches))
     for label, options in backends:
         evaluate = make_evaluator(load_katago_net(settings.models_dir() / MODEL), **options)
         rates = [positions_per_second(evaluate, b, args.repeats) for b in batches]
-        print(f"{label:<22}" + "".join(f"{r:>14,.0f}" for r in rates))
-        print(f"{'  x baseline':<22}" + "".join(f"{r / baseline:>14.2f}" for r in rates))
+        print(f"{label:<24}" + "".join(f"{r:>14,.0f}" for r in rates))
+        print(f"{'  x baseline':<24}" + "".join(f"{r / baseline:>14.2f}" for r in rates))
     return 0
 
 

@@ -226,7 +226,8 @@ def extraction_config(
     manifest, else (manifests written before it) the features folder's, else the preset; its
     precision the nearest this machine runs natively (FP32 for FP16 without a GPU, for BF16
     without AMX or a GPU), and without a GPU its batch at most ``CPU_BATCH``, so a model fitted
-    on a GPU's features estimates on a laptop (a GPU batch of 4,096 took 6.1 GB there)."""
+    on a GPU's features estimates on a laptop (a GPU batch of 4,096 took 6.1 GB there); the
+    saved config's nets run uncompiled (``config_path``'s run as it says)."""
     if config_path is not None:
         from pipeline.extract.config import load_config
 
@@ -237,6 +238,10 @@ def extraction_config(
         if not saved and features_dir:
             saved = features_run_config(Path(features_dir)).get("config")
         config = config_from_dict(saved) if saved else preset(models.manifest["game"])
+        # How the training run's nets ran, not what they computed: compiling costs tens of
+        # seconds and a C++ compiler against a few games' positions (the values agree to the
+        # number format's rounding, docs/extract.md), and CUDA graphs need a GPU.
+        config.compile = config.cuda_graphs = False
     if nodes:
         config.value.nodes = nodes
     from pipeline.nets.evaluator import default_device, runnable_precision  # torch: extracting
