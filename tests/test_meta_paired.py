@@ -97,30 +97,37 @@ def test_g170_levels_raise_go_accuracy_on_the_same_games():
     assert new == pytest.approx({"full": 62.2, "no_sscore": 62.8, "no_prior": 50.2}, abs=0.05)
 
 
-def test_the_gpu_policys_levels_raise_go_accuracy_over_the_shipped_ones():
-    """#28 item 4 (docs/train.md, "Item 4 on the CPU"): the shipped kibitz-meta-go's aggregates
-    (the default levels, BF16 on a GPU) against the same 2,890 games re-extracted on this CPU with
-    kibitz-go-policy-gpu's levels and their levels s-score (bench/aggregates/go-gpu-levels):
-    every set that reads the levels gains at n = 20 on the models' own split (full +4.1,
-    priors and loss +3.8 points); the set that reads neither the levels nor their head
-    (no_prior beside kibitz-sscore-go alone) moves by 0.7."""
-    pair, old, new = accuracy_at_20(SHIPPED, GPU_LEVELS, SETS)
-    assert len(pair[0].group) == 5_780 and len(pair[0].columns) == 75
-    assert old == pytest.approx({"full": 59.31, "no_sscore": 62.62, "no_prior": 58.24}, abs=0.01)
-    assert new == pytest.approx({"full": 63.38, "no_sscore": 66.38, "no_prior": 62.91}, abs=0.01)
-    _, old, new = accuracy_at_20(SHIPPED, GPU_LEVELS, ("no_prior",), ("kibitz-sscore-go",))
-    assert (old["no_prior"], new["no_prior"]) == pytest.approx((50.22, 49.47), abs=0.01)
+# (folder, instances, shipped side at n = 20, candidate side, floor: no_prior beside
+# kibitz-sscore-go alone, shipped → candidate)
+GPU_LEVELS_CASES = {
+    "2890_games": (
+        GPU_LEVELS, 5_780,
+        {"full": 59.31, "no_sscore": 62.62, "no_prior": 58.24},
+        {"full": 63.38, "no_sscore": 66.38, "no_prior": 62.91},
+        (50.22, 49.47),
+    ),
+    "whole_testing_split": (
+        GPU_LEVELS_TESTING, 19_800,
+        {"full": 71.93, "no_sscore": 68.27, "no_prior": 69.55},
+        {"full": 73.24, "no_sscore": 70.25, "no_prior": 70.91},
+        (47.15, 46.98),
+    ),
+}  # fmt: skip
 
 
-def test_the_gpu_policys_levels_raise_go_accuracy_on_the_whole_testing_split():
-    """#28 items 3-4 (docs/train.md, "The whole testing split"): all 9,900 testing games
-    re-extracted with the candidate levels (BF16, compiled, on this CPU) against the shipped
-    aggregates of the same games: at n = 20 on the models' own split full 71.9 → 73.2 %
-    (the shipped card's 71.9), priors and loss 68.3 → 70.3; the set that reads neither the
-    levels nor their head moves by 0.2."""
-    pair, old, new = accuracy_at_20(SHIPPED, GPU_LEVELS_TESTING, SETS)
-    assert len(pair[0].group) == 19_800 and len(pair[0].columns) == 75
-    assert old == pytest.approx({"full": 71.93, "no_sscore": 68.27, "no_prior": 69.55}, abs=0.01)
-    assert new == pytest.approx({"full": 73.24, "no_sscore": 70.25, "no_prior": 70.91}, abs=0.01)
-    _, old, new = accuracy_at_20(SHIPPED, GPU_LEVELS_TESTING, ("no_prior",), ("kibitz-sscore-go",))
-    assert (old["no_prior"], new["no_prior"]) == pytest.approx((47.15, 46.98), abs=0.01)
+@pytest.mark.parametrize("case", GPU_LEVELS_CASES)
+def test_the_gpu_policys_levels_raise_go_accuracy_over_the_shipped_ones(case: str):
+    """#28 item 4 (docs/train.md, "Item 4 on the CPU" and "The whole testing split"): the
+    shipped kibitz-meta-go's aggregates (the default levels, BF16 on a GPU) against the same
+    games re-extracted on this CPU with kibitz-go-policy-gpu's levels and their levels s-score:
+    2,890 games eager (bench/aggregates/go-gpu-levels) and all 9,900 testing games compiled
+    (go-gpu-levels-testing; the shipped side's full 71.93 is its card's 71.9). Every set that
+    reads the levels gains at n = 20 on the models' own split (full +4.1 and +1.3, priors and
+    loss +3.8 and +2.0 points); the set that reads neither the levels nor their head moves by
+    0.7 and 0.2."""
+    folder, instances, shipped, candidate, floor = GPU_LEVELS_CASES[case]
+    pair, old, new = accuracy_at_20(SHIPPED, folder, SETS)
+    assert len(pair[0].group) == instances and len(pair[0].columns) == 75
+    assert old == pytest.approx(shipped, abs=0.01) and new == pytest.approx(candidate, abs=0.01)
+    _, old, new = accuracy_at_20(SHIPPED, folder, ("no_prior",), ("kibitz-sscore-go",))
+    assert (old["no_prior"], new["no_prior"]) == pytest.approx(floor, abs=0.01)
