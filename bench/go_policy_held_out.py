@@ -5,7 +5,7 @@ matrix "conditioned on group a, games of group b", per held-out set and pooled.
     python bench/go_policy_held_out.py --model kibitz-out/go-policy/model.kibitz.pt
     python bench/go_policy_held_out.py --model kibitz-out/go-policy-katago/model.kibitz.pt --device cuda
     python bench/go_policy_held_out.py --model kibitz-go-policy-next --positions 1 --symmetries 8
-    python bench/go_policy_held_out.py --model kibitz-go-policy-gpu --positions 16 --skip 16
+    python bench/go_policy_held_out.py --model kibitz-go-policy-cpu --positions 16 --skip 16
 
 Two held-out sets, then both pooled (the same sets as ``bench/sscore_held_out.py``):
 - the evaluation split (``pipeline/core/data_split.py``) of the Fox ``testing/`` files;

@@ -1,14 +1,14 @@
 """Two extractions of the same games, compared through the meta-models they train.
 
 A net swapped for another (issue #28: the Go skill levels of ``kibitz-go-policy-4x32`` against
-``kibitz-go-policy`` on KataGo's trunk) is judged by what it does to rank estimation, not only by its own
+``kibitz-go-policy-cpu`` on KataGo's trunk, then those against ``kibitz-go-policy``) is judged by what it does to rank estimation, not only by its own
 move matching. This script takes two aggregates folders of ``kibitz aggregate`` whose features
 came from two extraction configs, keeps the games and the feature columns both have
 (:mod:`pipeline.meta.paired`), and fits and evaluates Table 2's meta-models on each with the same
 split, seeds and samples, so that each difference comes from the features alone::
 
-    python bench/meta_compare.py go models/kibitz-meta-go/aggregates \\
-        bench/aggregates/go-g170-levels --sscore-nets kibitz-sscore-go --n 1,5,10,15,20
+    python bench/meta_compare.py go bench/aggregates/go-g170-levels-testing \\
+        models/kibitz-meta-go/aggregates --sscore-nets kibitz-sscore-go --n 1,5,10,15,20
 
 Prints, per feature set and n, the rank-group accuracy (and ±1) of each and the change; with
 ``--splits K`` each figure is the mean over K re-drawn game splits (the same fractions, another

@@ -41,6 +41,7 @@ from pipeline.go_game.encode import IllegalCandidateError, encode_children, enco
 from pipeline.go_game.rules import GoGameSpec, games_from_table
 from pipeline.ingest.sgf import plan_chunks, read_chunk
 from pipeline.kinds import GO
+from pipeline.nets import registry as model_registry
 from pipeline.nets.evaluator import make_evaluator
 from pipeline.nets.go_rank_policy import UnknownRankError
 from pipeline.nets.katago_outputs import policy_probabilities, postprocess
@@ -459,8 +460,7 @@ def test_precision_is_a_config_entry_that_changes_the_hash():
 def test_compile_changes_the_hash_only_when_on():
     """Compiled nets fuse other kernels (other roundings), and CUDA graphs run them at padded
     batch sizes (other cuDNN algorithms), so each is another config; off, the hash is the one
-    written before the options: the shipped kibitz-meta-go's features (the preset at BF16) stay
-    ce5f217fcc2c8772."""
+    written before the options (the preset at BF16: ce5f217fcc2c8772)."""
     config = preset("go")
     config.precision = "bf16"
     assert config.config_hash() == "ce5f217fcc2c8772"
@@ -479,10 +479,12 @@ def test_compile_changes_the_hash_only_when_on():
 
 
 def test_the_gpu_levels_config_changes_only_the_levels_and_runs_only_their_head():
-    """Issue #28 item 3's candidate (``CONFIG=bench/extract-go-gpu-levels.yaml
-    infra/gpu/day-go.sh``): the GPU config with the ranks of kibitz-go-policy-gpu and the levels
-    s-score trained on them, under the preset's names, so the columns are the shipped meta-model's;
-    the levels s-score still runs as a head on the levels, not as passes of its own."""
+    """Issue #28 item 3's candidate levels, the config the shipped kibitz-meta-go's features were
+    extracted with: the GPU config with the ranks of kibitz-go-policy and its levels s-score named
+    as they were then (kibitz-go-policy-gpu, kibitz-sscore-go-levels-gpu: the registry's former
+    names of the same files), so its hash stays the one the shipped aggregates record; the
+    columns keep the preset's names, and the levels s-score still runs as a head on the levels,
+    not as passes of its own."""
     bench = Path(__file__).resolve().parents[1] / "bench"
     new, shipped = (
         load_config(bench / name) for name in ("extract-go-gpu-levels.yaml", "extract-go-gpu.yaml")
@@ -493,6 +495,8 @@ def test_the_gpu_levels_config_changes_only_the_levels_and_runs_only_their_head(
     ]
     assert [n.name for n in new.strength_nets] == [n.name for n in shipped.strength_nets]
     assert [n.model for n in new.strength_nets] == [SSCORE, f"{LEVELS}-gpu"]
+    for name in (GO_POLICY, LEVELS):  # the same files as the preset's
+        assert model_registry.model_sha256(f"{name}-gpu") == model_registry.model_sha256(name)
     assert (
         replace(new, imitation_nets=shipped.imitation_nets, strength_nets=shipped.strength_nets)
         == shipped

@@ -36,15 +36,16 @@ from pipeline.train.sscore_batches import build_pool
 # The KataGo-trunk policies (b6c96: 48–110 s a net at 8 on 2-core machines) read the first 4.
 HELD_OUT_READ = 400
 SHIPPED_MIN_ACCURACY = 41.0  # the 4 × 32 net: 42.86 % over this subset (the quality test prints it)
-# Issue #28: the default, a rank head on KataGo g170's trunk fine-tuned on the CPU, and the 4 × 32
-# net trained from scratch that was the default before it (docs/train.md).
-TRUNK_POLICY = "kibitz-go-policy"
-NEXT_POLICY = "kibitz-go-policy-next"  # kibitz-go-policy trained further (docs/train.md)
+# Issue #28: a rank head on KataGo g170's trunk fine-tuned on the CPU (the default from 27 to 29
+# November 2026), and the 4 × 32 net trained from scratch that was the default before it.
+TRUNK_POLICY = "kibitz-go-policy-cpu"
+NEXT_POLICY = "kibitz-go-policy-next"  # kibitz-go-policy-cpu trained further (docs/train.md)
 # kibitz-go-policy-next trained two schedules on random symmetries, their weights averaged
 # (--init-from A,B) and the rank layers refit (docs/train.md)
 SYM_POLICY = "kibitz-go-policy-sym"
-# kibitz-go-policy-sym trained further on a GPU (512,000 positions), the rank layers refit
-GPU_POLICY = "kibitz-go-policy-gpu"
+# kibitz-go-policy-sym trained further on a GPU (512,000 positions), the rank layers refit: the
+# default since 29 November 2026 (trained as kibitz-go-policy-gpu)
+GPU_POLICY = "kibitz-go-policy"
 # kibitz-go-policy-sym on the trunk policies' moves (3,704; the GPU policy's docstring): what
 # the GPU run must beat
 SYM_ON_HELD_OUT = (51.38, -1.6832)  # own-rank matching %, mean log-likelihood
@@ -79,8 +80,8 @@ def trunk_pool():
 
 
 @pytest.fixture(scope="module")
-def shipped_on_held_out(trunk_pool):
-    """``kibitz-go-policy`` scored on :func:`trunk_pool` (two tests compare with it)."""
+def cpu_on_held_out(trunk_pool):
+    """``kibitz-go-policy-cpu`` scored on :func:`trunk_pool` (two tests compare with it)."""
     return evaluate_policy(load_net(TRUNK_POLICY), trunk_pool)
 
 
@@ -163,9 +164,7 @@ def test_small_policy_quality_and_rank_conditioning_on_held_out_games(held_out_p
     assert rho >= 0.8, best
 
 
-def test_katago_trunk_policy_beats_the_4x32_on_the_same_held_out_moves(
-    shipped_on_held_out, trunk_pool
-):
+def test_katago_trunk_policy_beats_the_4x32_on_the_same_held_out_moves(cpu_on_held_out, trunk_pool):
     """Issue #28: the rank head on g170's trunk reads human moves far better than the 4 × 32 net.
 
     The quality test's held-out games, 4 moves per instance (3,704 moves of games no Kibitz net
@@ -179,7 +178,7 @@ def test_katago_trunk_policy_beats_the_4x32_on_the_same_held_out_moves(
     """
     entry = model_registry.resolve(TRUNK_POLICY)
     assert entry.format == "kibitz-go-policy" and entry.game == "go"
-    old, new = evaluate_policy(load_net(SMALL_POLICY), trunk_pool), shipped_on_held_out
+    old, new = evaluate_policy(load_net(SMALL_POLICY), trunk_pool), cpu_on_held_out
     np.testing.assert_array_equal(new.positions, old.positions)  # the same moves
     (acc_old, ll_old), (acc_new, ll_new) = old.pooled(), new.pooled()
     own_best = new.matrix_loglik.argmax(axis=0) == np.arange(len(new.groups))
@@ -194,16 +193,16 @@ def test_katago_trunk_policy_beats_the_4x32_on_the_same_held_out_moves(
     assert own_best.sum() >= 6, own_best
 
 
-def test_next_policy_continues_the_shipped_one():
-    """``kibitz-go-policy-next`` is ``kibitz-go-policy`` trained further: its header names the
-    shipped file's sha256 as its start. Held out it read moves better (bench/go_policy_held_out.py's
+def test_next_policy_continues_the_cpu_one():
+    """``kibitz-go-policy-next`` is ``kibitz-go-policy-cpu`` trained further: its header names
+    that file's sha256 as its start. Held out it read moves better (bench/go_policy_held_out.py's
     16,880 moves: 50.80 → 51.21 %, −1.747 → −1.725; the quality test's 7,408 moves: 50.73 →
     50.92 %, −1.7277 → −1.7106; docs/train.md); ``kibitz-go-policy-sym``, which continues it,
     is the one whose held-out quality is tested (below)."""
-    shipped, following = (model_registry.resolve(n) for n in (TRUNK_POLICY, NEXT_POLICY))
+    cpu, following = (model_registry.resolve(n) for n in (TRUNK_POLICY, NEXT_POLICY))
     header, _ = read_model_file(following.file)
     start = header["train"]["init_from_model"]
-    assert start["sha256"] == shipped.sha256 and start["positions"] == 416_000
+    assert start["sha256"] == cpu.sha256 and start["positions"] == 416_000
     assert header["train"]["steps"] == 3751 and positions_trained(header["train"]) == 656_064
     assert header["trunk"]["sha256"] == model_registry.resolve(KATAGO_TRUNK).sha256
 
@@ -215,7 +214,7 @@ def test_symmetric_policy_is_the_mean_of_two_schedules_refit():
     On bench/go_policy_held_out.py's 67,520 moves (``--positions 16``): 51.86 % own-rank
     matching, −1.6897 (``kibitz-go-policy-next`` 51.40 %, −1.7124), the own group best in 11 of
     11 columns and every column's log-likelihood falling strictly away from its own group
-    (docs/train.md). On the quality test's 7,408 moves: ``kibitz-go-policy`` 50.73 %, −1.7277;
+    (docs/train.md). On the quality test's 7,408 moves: ``kibitz-go-policy-cpu`` 50.73 %, −1.7277;
     ``kibitz-go-policy-next`` 50.92 %, −1.7106; this net 51.46 %, −1.6888; on the first 4 of
     those 8 moves per instance (3,704) 51.38 %, −1.6832 (``SYM_ON_HELD_OUT``, what the GPU
     policy's test below must beat there).
@@ -229,19 +228,19 @@ def test_symmetric_policy_is_the_mean_of_two_schedules_refit():
     assert header["trunk"]["sha256"] == model_registry.resolve(KATAGO_TRUNK).sha256
 
 
-def test_gpu_policy_continues_the_symmetric_one_and_reads_moves_better(
-    trunk_pool, shipped_on_held_out
+def test_default_policy_continues_the_symmetric_one_and_reads_moves_better(
+    trunk_pool, cpu_on_held_out
 ):
-    """``kibitz-go-policy-gpu``: ``kibitz-go-policy-sym`` trained further on an H200 (2,000
-    steps of 256, 1,705,664 training positions in all), then its rank layers refit on the CPU;
-    it predicts the quality test's held-out moves better than the default and than
-    ``kibitz-go-policy-sym``.
+    """``kibitz-go-policy`` (trained as ``kibitz-go-policy-gpu``): ``kibitz-go-policy-sym``
+    trained further on an H200 (2,000 steps of 256, 1,705,664 training positions in all), then
+    its rank layers refit on the CPU; it predicts the quality test's held-out moves better than
+    ``kibitz-go-policy-cpu`` and than ``kibitz-go-policy-sym``.
 
     On bench/go_policy_held_out.py's 67,520 moves (``--positions 16``): 52.09 % own-rank
     matching, −1.6801 (``kibitz-go-policy-sym`` 51.86 %, −1.6897), the own group best in 10 of
     11 columns; on the next 16 moves of each instance (``--skip 16``, 67,353 moves that chose
     nothing) 51.64 %, −1.6989 against 51.26 %, −1.7077, 10 of 11 (docs/train.md). On the trunk policies' 3,704 held-out moves (``-rP``):
-    ``kibitz-go-policy`` 50.86 %, −1.7173; ``kibitz-go-policy-sym`` 51.38 %, −1.6832; this net
+    ``kibitz-go-policy-cpu`` 50.86 %, −1.7173; ``kibitz-go-policy-sym`` 51.38 %, −1.6832; this net
     51.86 %, −1.6733 (9.9 millinats a move over ``kibitz-go-policy-sym``). On the quality test's
     7,408 moves: 50.73 %, −1.7277; 51.46 %, −1.6888; 51.53 %, −1.6791.
     """
@@ -251,7 +250,7 @@ def test_gpu_policy_continues_the_symmetric_one_and_reads_moves_better(
     assert start["sha256"].startswith("8c8b62b7") and start["positions"] == 1_705_664
     assert train["trunk_mode"] == "rank-layers" and train["steps"] == 400
     assert header["trunk"]["sha256"] == model_registry.resolve(KATAGO_TRUNK).sha256
-    old, new = shipped_on_held_out, evaluate_policy(load_net(GPU_POLICY), trunk_pool)
+    old, new = cpu_on_held_out, evaluate_policy(load_net(GPU_POLICY), trunk_pool)
     (acc_old, ll_old), (acc_new, ll_new) = old.pooled(), new.pooled()
     own_best = [int((r.matrix_loglik.argmax(axis=0) == np.arange(11)).sum()) for r in (old, new)]
     print(
@@ -308,7 +307,7 @@ def test_pooled_scores_equal_one_pool_of_both(pool):
     np.testing.assert_allclose(joined.diagonal_margin, whole.diagonal_margin)
 
 
-@pytest.mark.parametrize("name", [SMALL_POLICY, TRUNK_POLICY])
+@pytest.mark.parametrize("name", [SMALL_POLICY, TRUNK_POLICY, GPU_POLICY])
 def test_shipped_policy_onnx_matches_torch(pool, name):
     entry = model_registry.resolve(name)
     net = load_net(name)

@@ -2,10 +2,11 @@
 bench/meta_compare.py): the pairing on real aggregates, and #28's measured finding that the Go
 skill levels of the g170-trunk `kibitz-go-policy` raise rank-group accuracy over those of the
 4 × 32 net it replaced (`kibitz-go-policy-4x32`), on the same 2,890 games extracted with each
-(bench/aggregates/go-4x32-levels, go-g170-levels: both FP32), and that the levels of the
-candidate `kibitz-go-policy-gpu` raise it again over today's default (bench/aggregates/go-gpu-levels
-against the shipped kibitz-meta-go's aggregates), and on the whole testing split
-(go-gpu-levels-testing)."""
+(bench/aggregates/go-4x32-levels, go-g170-levels: both FP32), and that the levels of today's
+`kibitz-go-policy` (trained as `kibitz-go-policy-gpu`) raise it again over those of the g170-trunk
+net it replaced (`kibitz-go-policy-cpu`; bench/aggregates/go-g170-levels-testing, the whole
+testing split the models shipped before were fitted on): on 2,890 of those games
+(bench/aggregates/go-gpu-levels) and on the whole split (the shipped kibitz-meta-go's)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ from pipeline.meta.paired import paired_instances, rank_group_accuracy
 
 AGGREGATES = Path(__file__).resolve().parents[1] / "bench" / "aggregates"
 G4X32_LEVELS, G170_LEVELS = AGGREGATES / "go-4x32-levels", AGGREGATES / "go-g170-levels"
-GPU_LEVELS = AGGREGATES / "go-gpu-levels"  # kibitz-go-policy-gpu's levels, BF16 on a CPU
-GPU_LEVELS_TESTING = AGGREGATES / "go-gpu-levels-testing"  # the same, whole split, compiled
+# kibitz-go-policy-cpu's levels, the whole testing split at BF16 on an H100: the models shipped
+# from 27 to 29 November 2026 were fitted on it
+G170_LEVELS_TESTING = AGGREGATES / "go-g170-levels-testing"
+GPU_LEVELS = AGGREGATES / "go-gpu-levels"  # kibitz-go-policy's levels, 2,890 games, BF16 on a CPU
+# the same levels, the whole split compiled at BF16 on a CPU: the shipped models' instances
 SHIPPED = Path(__file__).resolve().parents[1] / "models/kibitz-meta-go/aggregates"
 
 
@@ -97,8 +101,8 @@ def test_g170_levels_raise_go_accuracy_on_the_same_games():
     assert new == pytest.approx({"full": 62.2, "no_sscore": 62.8, "no_prior": 50.2}, abs=0.05)
 
 
-# (folder, instances, shipped side at n = 20, candidate side, floor: no_prior beside
-# kibitz-sscore-go alone, shipped → candidate)
+# (folder, instances, the levels before at n = 20, today's, floor: no_prior beside
+# kibitz-sscore-go alone, before → today's)
 GPU_LEVELS_CASES = {
     "2890_games": (
         GPU_LEVELS, 5_780,
@@ -107,7 +111,7 @@ GPU_LEVELS_CASES = {
         (50.22, 49.47),
     ),
     "whole_testing_split": (
-        GPU_LEVELS_TESTING, 19_800,
+        SHIPPED, 19_800,
         {"full": 71.93, "no_sscore": 68.27, "no_prior": 69.55},
         {"full": 73.24, "no_sscore": 70.25, "no_prior": 70.91},
         (47.15, 46.98),
@@ -116,18 +120,18 @@ GPU_LEVELS_CASES = {
 
 
 @pytest.mark.parametrize("case", GPU_LEVELS_CASES)
-def test_the_gpu_policys_levels_raise_go_accuracy_over_the_shipped_ones(case: str):
-    """#28 item 4 (docs/train.md, "Item 4 on the CPU" and "The whole testing split"): the
-    shipped kibitz-meta-go's aggregates (the default levels, BF16 on a GPU) against the same
-    games re-extracted on this CPU with kibitz-go-policy-gpu's levels and their levels s-score:
-    2,890 games eager (bench/aggregates/go-gpu-levels) and all 9,900 testing games compiled
-    (go-gpu-levels-testing; the shipped side's full 71.93 is its card's 71.9). Every set that
-    reads the levels gains at n = 20 on the models' own split (full +4.1 and +1.3, priors and
-    loss +3.8 and +2.0 points); the set that reads neither the levels nor their head moves by
-    0.7 and 0.2."""
-    folder, instances, shipped, candidate, floor = GPU_LEVELS_CASES[case]
-    pair, old, new = accuracy_at_20(SHIPPED, folder, SETS)
+def test_the_default_policys_levels_raise_go_accuracy_over_the_ones_before(case: str):
+    """#28 items 3 and 4 (docs/train.md, "Item 4 on the CPU" and "The whole testing split"): the
+    instances the models shipped before were fitted on (kibitz-go-policy-cpu's levels, BF16 on a
+    GPU) against the same games re-extracted on this CPU with today's kibitz-go-policy's levels
+    and their levels s-score: 2,890 games eager (bench/aggregates/go-gpu-levels) and all 9,900
+    testing games compiled (the shipped models' own; the side before's full 71.93 is the card's
+    71.9 of the models shipped before). Every set that reads the levels gains at n = 20 on the
+    models' own split (full +4.1 and +1.3, priors and loss +3.8 and +2.0 points); the set that
+    reads neither the levels nor their head moves by 0.7 and 0.2."""
+    folder, instances, before, today, floor = GPU_LEVELS_CASES[case]
+    pair, old, new = accuracy_at_20(G170_LEVELS_TESTING, folder, SETS)
     assert len(pair[0].group) == instances and len(pair[0].columns) == 75
-    assert old == pytest.approx(shipped, abs=0.01) and new == pytest.approx(candidate, abs=0.01)
-    _, old, new = accuracy_at_20(SHIPPED, folder, ("no_prior",), ("kibitz-sscore-go",))
+    assert old == pytest.approx(before, abs=0.01) and new == pytest.approx(today, abs=0.01)
+    _, old, new = accuracy_at_20(G170_LEVELS_TESTING, folder, ("no_prior",), ("kibitz-sscore-go",))
     assert (old["no_prior"], new["no_prior"]) == pytest.approx(floor, abs=0.01)

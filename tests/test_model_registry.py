@@ -111,7 +111,9 @@ def test_user_registry_adds_entries_and_is_validated(tmp_path: Path) -> None:
 def test_a_names_history_outlives_a_new_registration_and_is_in_the_card(tmp_path: Path) -> None:
     """A default replaced under its name keeps the name's past: ``write_entry`` carries the
     old entry's ``history`` over, and the model's card prints it with the name it was trained
-    under (the shipped Go policy, trained as kibitz-go-policy-g170)."""
+    under and the names it went by (Go policies renamed when a better one took the default's
+    name: kibitz-go-policy-cpu, trained as kibitz-go-policy-g170; kibitz-go-policy, trained as
+    kibitz-go-policy-gpu)."""
     from pipeline.train.model_cards import render_card
 
     old = {**user_entry("net-a", "a.pb.gz", "ab" * 32), "history": ["Was a 4 × 32 net."]}
@@ -122,12 +124,19 @@ def test_a_names_history_outlives_a_new_registration_and_is_in_the_card(tmp_path
     write_user_registry(tmp_path, [{**old, "history": "not a list"}])
     with pytest.raises(RegistryFileError, match="history must be a list of strings"):
         model_registry.list_models(models_dir=tmp_path)
-    folder = model_registry.resolve("kibitz-go-policy").file.parent
-    header = yaml.safe_load((folder / "model.yaml").read_text(encoding="utf-8"))
-    card = render_card(header, "kibitz-go-policy")
-    history = card[card.index("## History") :]
-    assert "Registered as `kibitz-go-policy-g170` by the command above" in history
-    assert "`kibitz-go-policy-4x32`" in history
+
+    def history(name: str) -> str:
+        folder = model_registry.resolve(name).file.parent
+        header = yaml.safe_load((folder / "model.yaml").read_text(encoding="utf-8"))
+        card = render_card(header, name)
+        return card[card.index("## History") :]
+
+    cpu = history("kibitz-go-policy-cpu")
+    assert "Registered as `kibitz-go-policy-g170` by the command above" in cpu
+    assert "Went by" not in cpu  # the name it was registered under is said once
+    default = history("kibitz-go-policy")
+    assert "- Went by `kibitz-go-policy-gpu` before a rename; the registry resolves" in default
+    assert "`kibitz-go-policy-4x32`" in default and "`kibitz-go-policy-cpu`" in default
 
 
 def test_load_net_by_name_and_path() -> None:
@@ -261,8 +270,8 @@ def test_a_renamed_net_resolves_under_its_former_name(
 
     assert kibitz_models(["list", "--no-verify"]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("maia-renamed")]
-    assert line.startswith("maia-renamed (formerly maia-old-name, maia-1100)  chess")
-    assert line.split()[5:7] == ["lc0", "yes"]
+    assert line.startswith("maia-renamed (formerly maia-old-name, maia-1100) ")
+    assert line.split()[4:7] == ["chess", "lc0", "yes"]
 
     other = {
         **user_entry("maia-other", "maia-1100.pb.gz", MAIA_1100_SHA),

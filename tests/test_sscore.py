@@ -225,10 +225,9 @@ def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(na
         ("kibitz-go-policy-4x32", "policy"),
         ("kibitz-go-policy-next", "policy"),
         ("kibitz-go-policy-sym", "policy"),
-        ("kibitz-go-policy-gpu", "policy"),
+        ("kibitz-go-policy-cpu", "policy"),
         ("kibitz-sscore-chess-levels", "sscore-levels"),
         ("kibitz-sscore-go-levels", "sscore-levels"),
-        ("kibitz-sscore-go-levels-gpu", "sscore-levels"),
     ],
 )
 def test_shipped_model_cards_are_rendered_from_the_headers(name, kind):

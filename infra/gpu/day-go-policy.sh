@@ -1,13 +1,13 @@
 #!/bin/bash
-# One GPU call for issue #28 item 1: kibitz-go-policy-gpu (KataGo g170's trunk with the rank
-# head: trained on CPUs, then 2,000 steps of 256 on an H200 on 28 November, rank layers refit;
-# 1,705,664 training positions in all, docs/train.md) trained further on the GPU, trunk and head
-# together, then scored held out beside the net it started from (bench/go_policy_held_out.py,
-# 16 moves per player instance of the testing evaluation split and of candidating/: at 4 a
-# column's own-group margin was within its noise, docs/train.md). Run from the repository root
-# with site-ray, site-run, site-train and `bash infra/gpu/kit.sh --shared-only models/katago
-# data/go/fox-selected/testing data/go/fox-selected/by-player data/go/fox-selected/candidating`
-# carried (docs/gpu.md gives the tree and the sizes):
+# One GPU call for issue #28 item 1: kibitz-go-policy (KataGo g170's trunk with the rank head:
+# trained on CPUs, then 2,000 steps of 256 on an H200 on 28 November as kibitz-go-policy-gpu,
+# rank layers refit; 1,705,664 training positions in all, docs/train.md) trained further on the
+# GPU, trunk and head together, then scored held out beside the net it started from
+# (bench/go_policy_held_out.py, 16 moves per player instance of the testing evaluation split and
+# of candidating/: at 4 a column's own-group margin was within its noise, docs/train.md). Run
+# from the repository root with site-ray, site-run, site-train and `bash infra/gpu/kit.sh
+# --shared-only models/katago data/go/fox-selected/testing data/go/fox-selected/by-player
+# data/go/fox-selected/candidating` carried (docs/gpu.md gives the tree and the sizes):
 #
 #   bash infra/gpu/day-go-policy.sh [SECONDS] [STEPS] [BATCH] [MAX_TRAIN_GAMES]
 #
@@ -48,7 +48,7 @@ if [ -f .gpu-kit/go-policy-last.pt ] && [ ! -f $run/checkpoints/last.pt ]; then
 fi
 [ -f $run/checkpoints/last.pt ] && resume=--resume
 minutes=$(python3 -c "print(round(max(1.0, ($(left) - 170) / 60), 2))")
-kibitz train policy go --games $work/games --out $run --init-from kibitz-go-policy-gpu \
+kibitz train policy go --games $work/games --out $run --init-from kibitz-go-policy \
     --trunk katago-g170-b6c96 --trunk-mode finetune --trunk-lr-scale 0.2 --lr 0.0007 \
     --batch-size "$batch" --max-steps "$steps" --epoch-steps 500 --max-minutes "$minutes" \
     --max-validation-games 100 --max-evaluation-games 200 --evaluation-positions 16 \
@@ -69,7 +69,7 @@ fi
 # The net it started from on the same moves and device, while time is left (its CPU figures
 # are in docs/train.md).
 if [ "$(left)" -gt 60 ]; then
-    python3 bench/go_policy_held_out.py --model kibitz-go-policy-gpu --positions 16 \
+    python3 bench/go_policy_held_out.py --model kibitz-go-policy --positions 16 \
         --device "$device" | tee -a "$OUT/held-out.txt"
 fi
 echo "all done at $((SECONDS - start)) s" | tee -a "$OUT/times.txt"

@@ -6,11 +6,11 @@
 # maia-1500 and the reference inputs):
 #
 #   bash infra/gpu/day-go.sh [SECONDS]      # SECONDS: the call's budget (default 540)
-#   CONFIG=bench/extract-go-gpu-levels.yaml bash infra/gpu/day-go.sh   # the candidate levels
+#   CONFIG=bench/extract-go-4x32-levels.yaml bash infra/gpu/day-go.sh   # other levels
 #
-# CONFIG: the extraction config (default bench/extract-go-gpu.yaml, the preset on a GPU); the
-# candidate config reads the levels of kibitz-go-policy-gpu under the preset's column names, so
-# its aggregates compare with the shipped ones column for column (bench/meta_compare.py, #28).
+# CONFIG: the extraction config (default bench/extract-go-gpu.yaml, the preset on a GPU); a
+# config with other levels under the preset's column names gives aggregates that compare with
+# the shipped ones column for column (bench/meta_compare.py, #28).
 #
 # Everything that must outlast the machine goes to $OUT: each split's aggregates (tar.xz), its
 # extraction summary (the steady rate with start-up excluded, stage seconds) and the benchmark.

@@ -134,18 +134,19 @@ def _licences(manifest: dict[str, Any], models_dir: Path | None) -> str:
     if (config.get("value") or {}).get("model"):
         models.add(str(config["value"]["model"]))
     found = [text for key, text in NET_LICENCES.items() if any(key in m for m in models)]
-    # A Kibitz net built on another project's weights carries their licence too (registry entry)
-    others = []
+    # A Kibitz net built on another project's weights carries their licence too (registry entry),
+    # named as the registry names it now (features may record a former name)
+    others: dict[str, str] = {}
     for name in sorted(m for m in models if m.startswith("kibitz")):
         try:
-            licence = find_entry(name, models_dir=models_dir).license
+            entry = find_entry(name, models_dir=models_dir)
         except ModelNotFoundError:  # a net no longer registered: the generic line stands
             continue
-        if licence and licence != "Apache-2.0":
-            others.append(f"`{name}`: {licence}")
+        if entry.license and entry.license != "Apache-2.0":
+            others[entry.name] = f"`{entry.name}`: {entry.license}"
     if not found:
         return "see the nets' own entries in `kibitz models list`"
-    return "; ".join(found) + "".join(f", except {o}" for o in others)
+    return "; ".join(found) + "".join(f", except {o}" for o in others.values())
 
 
 def _refit_options(manifest: dict) -> str:

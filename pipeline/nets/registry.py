@@ -246,13 +246,26 @@ def find_entry(name: str, *, models_dir: Path | None = None) -> ModelEntry:
     raise ModelNotFoundError(f"no model named {name!r} in the registry (known: {known})")
 
 
+def _known_entry(name: str, models_dir: Path | None) -> ModelEntry | None:
+    """``find_entry``, or None for a name the registry does not know (a model not registered
+    yet), whose card has no past to tell."""
+    try:
+        return find_entry(name, models_dir=models_dir)
+    except ModelNotFoundError:
+        return None
+
+
 def history_of(name: str, *, models_dir: Path | None = None) -> tuple[str, ...]:
     """What the registry keeps of ``name``'s past (a default replaced under its name), oldest
-    first; nothing for a name it does not know (a model not registered yet)."""
-    try:
-        return find_entry(name, models_dir=models_dir).history
-    except ModelNotFoundError:
-        return ()
+    first."""
+    entry = _known_entry(name, models_dir)
+    return entry.history if entry else ()
+
+
+def formerly_of(name: str, *, models_dir: Path | None = None) -> tuple[str, ...]:
+    """The names ``name``'s weights went by before a rename."""
+    entry = _known_entry(name, models_dir)
+    return entry.formerly if entry else ()
 
 
 def resolve(name: str, *, models_dir: Path | None = None) -> ModelEntry:

@@ -448,9 +448,10 @@ def _names(header: dict[str, Any], name: str) -> str:
     """A "History" section when the model was trained under another name or the registry keeps
     a past for ``name`` (a default replaced by a better model): readers of the commands above,
     or of an older run's records, otherwise meet names that no longer resolve."""
-    from pipeline.nets.registry import history_of
+    from pipeline.nets.registry import formerly_of, history_of
 
     lines = []
+    registered = _registered_as(header)
     renamed = header.get("renamed")
     if renamed:  # the header's own references were renamed too: the file changed, not the weights
         nets = ", ".join(f"`{old}` → `{new}`" for old, new in renamed["nets"].items())
@@ -459,13 +460,17 @@ def _names(header: dict[str, Any], name: str) -> str:
             f"refers to were changed to their present registry names ({nets}), with the weights "
             f"unchanged, and it ships as `{name}`."
         )
-    else:
-        registered = _registered_as(header)
-        if registered and registered != name:
-            lines.append(
-                f"- Registered as `{registered}` by the command above; the same file (the "
-                f"registry's sha256) ships as `{name}`."
-            )
+    elif registered and registered != name:
+        lines.append(
+            f"- Registered as `{registered}` by the command above; the same file (the "
+            f"registry's sha256) ships as `{name}`."
+        )
+    lines += [
+        f"- Went by `{old}` before a rename; the registry resolves that name to this file, so "
+        f"features, models and heads that recorded it still find it."
+        for old in formerly_of(name)
+        if old != registered
+    ]
     lines += [f"- {line}" for line in history_of(name)]
     return "\n" + "\n".join(["## History", "", *lines, ""]) if lines else ""
 
