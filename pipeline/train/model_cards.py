@@ -203,8 +203,10 @@ _LEVELS_LIMITS = {
     "judging; it knows only what their policies say about a move, and Maia-1 learnt from "
     "players rated 1100-1900.",
     "go": "the imitation nets do the judging; it knows only what their policies say about a "
-    "move. Kibitz's rank-conditioned Go policy trained for under an hour on a CPU, and its "
-    "ranks' priors for the same move differ by only hundredths of a nat (docs/train.md).",
+    "move. Kibitz's rank-conditioned Go policies learnt from about 16,000 Fox games (a rank "
+    "head on KataGo g170's small trunk, or a 4 × 32 net), not the millions of human games of "
+    "a HumanSL net, and their ranks' priors for the same move differ by only hundredths of a "
+    "nat (docs/train.md).",
 }
 _LEVELS_INPUTS = {
     "chess": "planes, played move",
