@@ -49,6 +49,8 @@ GPU_POLICY = "kibitz-go-policy"
 # kibitz-go-policy-sym on the trunk policies' moves (3,704; the GPU policy's docstring): what
 # the GPU run must beat
 SYM_ON_HELD_OUT = (51.38, -1.6832)  # own-rank matching %, mean log-likelihood
+# the mean of kibitz-go-policy-sym and kibitz-go-policy, the rank layers refit (docs/train.md)
+SOUP_POLICY = "kibitz-go-policy-soup"
 KATAGO_TRUNK = "katago-g170-b6c96"
 SMALL_POLICY = "kibitz-go-policy-4x32"
 
@@ -260,6 +262,28 @@ def test_default_policy_continues_the_symmetric_one_and_reads_moves_better(
     assert acc_new > SYM_ON_HELD_OUT[0] and ll_new - SYM_ON_HELD_OUT[1] > 0.005
 
 
+def test_soup_policy_is_the_mean_of_the_symmetric_and_the_default_refit():
+    """``kibitz-go-policy-soup``: the mean of ``kibitz-go-policy-sym``'s and today's
+    ``kibitz-go-policy``'s weights (the start and the end of one GPU schedule), its rank layers
+    refit on the CPU (#28 items 1 and 2; docs/train.md, "The mean of -sym and the default").
+
+    On bench/go_policy_held_out.py's 67,520 moves (``--positions 16``): 52.18 % own-rank
+    matching, −1.6794 (the default 52.09 %, −1.6801), the own group best in 11 of 11 columns and
+    every column falling strictly (the default: 10 of 11); on the next 16 moves of each instance
+    (``--skip 16``, 67,353 moves) 51.56 %, −1.6979 (the default 51.64 %, −1.6989), 11 of 11
+    again. The 7d column, which the default gave to 6d's conditioning on both samples, is its own
+    best by +0.0 ± 1.3 and +0.5 ± 1.2 millinats a move."""
+    header, _ = read_model_file(model_registry.resolve(SOUP_POLICY).file)
+    train = header["train"]
+    start = train["init_from_model"]
+    assert start["sha256"] == model_registry.resolve(GPU_POLICY).sha256
+    assert [m["sha256"] for m in start["averaged_with"]] == [
+        model_registry.resolve(SYM_POLICY).sha256
+    ]
+    assert train["trunk_mode"] == "rank-layers" and train["steps"] == 400
+    assert header["trunk"]["sha256"] == model_registry.resolve(KATAGO_TRUNK).sha256
+
+
 def test_clustered_sem_hand_computed():
     # One value per cluster: the usual sd/√n (sd of 1, 3 is √2, so √2/√2 = 1).
     assert clustered_sem(np.array([1.0, 3.0]), np.array([0, 1])) == pytest.approx(1.0)
@@ -307,7 +331,7 @@ def test_pooled_scores_equal_one_pool_of_both(pool):
     np.testing.assert_allclose(joined.diagonal_margin, whole.diagonal_margin)
 
 
-@pytest.mark.parametrize("name", [SMALL_POLICY, TRUNK_POLICY, GPU_POLICY])
+@pytest.mark.parametrize("name", [SMALL_POLICY, TRUNK_POLICY, GPU_POLICY, SOUP_POLICY])
 def test_shipped_policy_onnx_matches_torch(pool, name):
     entry = model_registry.resolve(name)
     net = load_net(name)

@@ -226,6 +226,7 @@ def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(na
         ("kibitz-go-policy-next", "policy"),
         ("kibitz-go-policy-sym", "policy"),
         ("kibitz-go-policy-cpu", "policy"),
+        ("kibitz-go-policy-soup", "policy"),
         ("kibitz-sscore-chess-levels", "sscore-levels"),
         ("kibitz-sscore-go-levels", "sscore-levels"),
     ],
