@@ -505,6 +505,23 @@ def test_the_gpu_levels_config_changes_only_the_levels_and_runs_only_their_head(
     assert list(step.levels) == [LEVELS] and LEVELS not in step.bank.nets
 
 
+def test_the_soup_levels_config_changes_only_the_levels_and_leaves_out_their_head():
+    """#28 item 4 for the next candidate (docs/train.md, "The mean of -sym and the default"):
+    the GPU config with kibitz-go-policy-soup's 11 ranks under the preset's column names, and
+    kibitz-sscore-go alone (the levels head reads the default's levels), so the comparison
+    with the default's features runs with ``--sscore-nets kibitz-sscore-go``."""
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    soup, gpu = (
+        load_config(bench / name) for name in ("extract-go-soup-levels.yaml", "extract-go-gpu.yaml")
+    )
+    assert soup.imitation_nets == [
+        replace(n, model=f"{GO_POLICY}-soup") if n.model == GO_POLICY else n
+        for n in gpu.imitation_nets
+    ]
+    assert [n.model for n in soup.strength_nets] == [SSCORE]
+    assert replace(soup, imitation_nets=gpu.imitation_nets, strength_nets=gpu.strength_nets) == gpu
+
+
 def test_a_gpu_config_runs_on_a_cpu_with_the_command_lines_overrides():
     """#28 item 4 on the CPU (docs/train.md): ``kibitz extract go --config
     bench/extract-go-gpu-levels.yaml --precision bf16 --batch-size 256`` keeps every setting of
