@@ -478,6 +478,17 @@ def test_compile_changes_the_hash_only_when_on():
         config_from_dict(raw)
 
 
+def gpu_config_with_levels(name: str, policy: str) -> tuple[ExtractConfig, ExtractConfig]:
+    """bench/``name`` and bench/extract-go-gpu.yaml, after checking that the first takes the
+    second's imitation nets with ``policy``'s ranks for the default policy's."""
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    levels, gpu = (load_config(bench / f) for f in (name, "extract-go-gpu.yaml"))
+    assert levels.imitation_nets == [
+        replace(n, model=policy) if n.model == GO_POLICY else n for n in gpu.imitation_nets
+    ]
+    return levels, gpu
+
+
 def test_the_gpu_levels_config_changes_only_the_levels_and_runs_only_their_head():
     """Issue #28 item 3's candidate levels, the config the shipped kibitz-meta-go's features were
     extracted with: the GPU config with the ranks of kibitz-go-policy and its levels s-score named
@@ -485,14 +496,7 @@ def test_the_gpu_levels_config_changes_only_the_levels_and_runs_only_their_head(
     names of the same files), so its hash stays the one the shipped aggregates record; the
     columns keep the preset's names, and the levels s-score still runs as a head on the levels,
     not as passes of its own."""
-    bench = Path(__file__).resolve().parents[1] / "bench"
-    new, shipped = (
-        load_config(bench / name) for name in ("extract-go-gpu-levels.yaml", "extract-go-gpu.yaml")
-    )
-    assert new.imitation_nets == [
-        replace(n, model=f"{GO_POLICY}-gpu") if n.model == GO_POLICY else n
-        for n in shipped.imitation_nets
-    ]
+    new, shipped = gpu_config_with_levels("extract-go-gpu-levels.yaml", f"{GO_POLICY}-gpu")
     assert [n.name for n in new.strength_nets] == [n.name for n in shipped.strength_nets]
     assert [n.model for n in new.strength_nets] == [SSCORE, f"{LEVELS}-gpu"]
     for name in (GO_POLICY, LEVELS):  # the same files as the preset's
@@ -510,14 +514,7 @@ def test_the_soup_levels_config_changes_only_the_levels_and_leaves_out_their_hea
     the GPU config with kibitz-go-policy-soup's 11 ranks under the preset's column names, and
     kibitz-sscore-go alone (the levels head reads the default's levels), so the comparison
     with the default's features runs with ``--sscore-nets kibitz-sscore-go``."""
-    bench = Path(__file__).resolve().parents[1] / "bench"
-    soup, gpu = (
-        load_config(bench / name) for name in ("extract-go-soup-levels.yaml", "extract-go-gpu.yaml")
-    )
-    assert soup.imitation_nets == [
-        replace(n, model=f"{GO_POLICY}-soup") if n.model == GO_POLICY else n
-        for n in gpu.imitation_nets
-    ]
+    soup, gpu = gpu_config_with_levels("extract-go-soup-levels.yaml", f"{GO_POLICY}-soup")
     assert [n.model for n in soup.strength_nets] == [SSCORE]
     assert replace(soup, imitation_nets=gpu.imitation_nets, strength_nets=gpu.strength_nets) == gpu
 
