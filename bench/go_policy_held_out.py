@@ -29,7 +29,6 @@ from pipeline.nets.go_rank_policy import SYMMETRY_COUNTS
 from pipeline.nets.loading import load_net
 from pipeline.train.device import resolve_device
 from pipeline.train.go_policy import (
-    PolicyEvaluation,
     PositionScores,
     score_positions,
     summarise,
@@ -67,22 +66,28 @@ def main() -> None:
         )
         scores = score_positions(net, pool)
         print(f"\n## {name}: {len(scores.group)} positions\n")
-        report(summarise(scores))
+        report(scores)
         pooled.append(scores)
     print("\n## both, pooled\n")
-    report(summarise(PositionScores.concat(pooled)))
+    report(PositionScores.concat(pooled))
 
 
-def report(evaluation: PolicyEvaluation) -> None:
-    """The tables, then the own-rank figures over every group's positions (#28's target)."""
+def report(scores: PositionScores) -> None:
+    """The tables, then the own-rank figures over every group's positions (#28's target) with
+    their standard errors, clustered by player instance."""
+    evaluation = summarise(scores)
     print(evaluation.to_markdown())
     accuracy, loglik = evaluation.pooled()
+    accuracy_sem, loglik_sem = scores.own_rank_sem()
     n = int(evaluation.positions.sum())
     print(
         f"\nlog-likelihood falling strictly away from the own group: "
         f"{evaluation.strictly_falling_columns} of {len(evaluation.groups)} columns"
     )
-    print(f"\nown rank, all groups: {accuracy:.2f} % / {loglik:.4f} over {n:,} positions")
+    print(
+        f"\nown rank, all groups: {accuracy:.2f} ± {accuracy_sem:.2f} % / "
+        f"{loglik:.4f} ± {loglik_sem:.4f} over {n:,} positions"
+    )
 
 
 if __name__ == "__main__":

@@ -241,7 +241,9 @@ def test_default_policy_continues_the_symmetric_one_and_reads_moves_better(
     On bench/go_policy_held_out.py's 67,520 moves (``--positions 16``): 52.09 % own-rank
     matching, −1.6801 (``kibitz-go-policy-sym`` 51.86 %, −1.6897), the own group best in 10 of
     11 columns; on the next 16 moves of each instance (``--skip 16``, 67,353 moves that chose
-    nothing) 51.64 %, −1.6989 against 51.26 %, −1.7077, 10 of 11 (docs/train.md). On the trunk policies' 3,704 held-out moves (``-rP``):
+    nothing) 51.64 %, −1.6989 against 51.26 %, −1.7077, 10 of 11; on all 430,160 held-out moves
+    (no ``--positions``) 51.96 %, −1.6850, 11 of 11 (docs/train.md). On the trunk policies'
+    3,704 held-out moves (``-rP``):
     ``kibitz-go-policy-cpu`` 50.86 %, −1.7173; ``kibitz-go-policy-sym`` 51.38 %, −1.6832; this net
     51.86 %, −1.6733 (9.9 millinats a move over ``kibitz-go-policy-sym``). On the quality test's
     7,408 moves: 50.73 %, −1.7277; 51.46 %, −1.6888; 51.53 %, −1.6791.
@@ -271,8 +273,9 @@ def test_soup_policy_is_the_mean_of_the_symmetric_and_the_default_refit():
     matching, −1.6794 (the default 52.09 %, −1.6801), the own group best in 11 of 11 columns and
     every column falling strictly (the default: 10 of 11); on the next 16 moves of each instance
     (``--skip 16``, 67,353 moves) 51.56 %, −1.6979 (the default 51.64 %, −1.6989), 11 of 11
-    again. The 7d column, which the default gave to 6d's conditioning on both samples, is its own
-    best by +0.0 ± 1.3 and +0.5 ± 1.2 millinats a move."""
+    again; on all 430,160 held-out moves 51.99 %, −1.6840 (the default 51.96 %, −1.6850), 11 of
+    11 (so is the default). The 7d column, which the default gave to 6d's conditioning on both
+    samples, is its own best by +0.0 ± 1.3 and +0.5 ± 1.2 millinats a move."""
     header, _ = read_model_file(model_registry.resolve(SOUP_POLICY).file)
     train = header["train"]
     start = train["init_from_model"]
@@ -292,6 +295,21 @@ def test_clustered_sem_hand_computed():
     values, clusters = np.array([1.0, 1.0, 3.0, 3.0]), np.array([5, 5, 9, 9])
     assert clustered_sem(values, clusters) == pytest.approx(1.0)
     assert np.std(values, ddof=1) / 2 == pytest.approx(0.5774, abs=1e-4)
+
+
+def test_own_rank_sem_clusters_by_instance():
+    """The pooled figures' standard errors (bench/go_policy_held_out.py) come from whole player
+    instances. Hits 1, 0 | 1, 1 (mean 75 %): instance sums of deviations −50 and +50 points,
+    so √(2 · 50²) · 2 / 4 = 25 points; the log-likelihoods −1, −3 | −2, −2 have the mean −2 in
+    each instance, so nothing varies between instances and the error is 0."""
+    rep = np.zeros((1, 4))
+    scores = PositionScores(
+        np.zeros(4, np.int64), np.array([0, 0, 1, 1]), np.array([-1.0, -3.0, -2.0, -2.0]),
+        np.array([True, False, True, True]), rep, rep.astype(bool),
+    )  # fmt: skip
+    accuracy_sem, loglik_sem = scores.own_rank_sem()
+    assert accuracy_sem == pytest.approx(25.0)
+    assert loglik_sem == pytest.approx(0.0)
 
 
 def test_strictly_falling_columns_hand_computed():

@@ -371,6 +371,15 @@ class PositionScores:
             np.concatenate([p.rep_hit for p in parts], axis=1),
         )
 
+    def own_rank_sem(self) -> tuple[float, float]:
+        """Standard errors of the own-rank accuracy (points) and mean log-likelihood over every
+        position, clustered by player instance: whether a pooled figure is above #28's 52 % or
+        only near it depends on this, and a game's moves are not independent draws."""
+        return (
+            clustered_sem(100.0 * self.own_hit, self.instance),
+            clustered_sem(self.own_ll, self.instance),
+        )
+
 
 @torch.inference_mode()
 def score_positions(
