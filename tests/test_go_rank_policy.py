@@ -300,8 +300,9 @@ def test_clustered_sem_hand_computed():
 def test_own_rank_sem_clusters_by_instance():
     """The pooled figures' standard errors (bench/go_policy_held_out.py) come from whole player
     instances. Hits 1, 0 | 1, 1 (mean 75 %): instance sums of deviations −50 and +50 points,
-    so √(2 · 50²) · 2 / 4 = 25 points; the log-likelihoods −1, −3 | −2, −2 have the mean −2 in
-    each instance, so nothing varies between instances and the error is 0."""
+    so √((50² + 50²) · C / (C − 1)) / n = √(5000 · 2) / 4 = 25 points; the log-likelihoods
+    −1, −3 | −2, −2 have the mean −2 in each instance, so nothing varies between instances and
+    the error is 0."""
     rep = np.zeros((1, 4))
     scores = PositionScores(
         np.zeros(4, np.int64), np.array([0, 0, 1, 1]), np.array([-1.0, -3.0, -2.0, -2.0]),
