@@ -6,6 +6,7 @@ matrix "conditioned on group a, games of group b", per held-out set and pooled.
     python bench/go_policy_held_out.py --model kibitz-out/go-policy-katago/model.kibitz.pt --device cuda
     python bench/go_policy_held_out.py --model kibitz-go-policy-next --positions 1 --symmetries 8
     python bench/go_policy_held_out.py --model kibitz-go-policy-cpu --positions 16 --skip 16
+    python bench/go_policy_held_out.py --model kibitz-out/go-policy/model.kibitz.pt --against kibitz-go-policy
 
 Two held-out sets, then both pooled (the same sets as ``bench/sscore_held_out.py``):
 - the evaluation split (``pipeline/core/data_split.py``) of the Fox ``testing/`` files;
@@ -16,6 +17,11 @@ moves best when conditioned on that group. Each column's last line is the diagon
 the best other conditioning, in millinats per move, with its standard error paired (the two
 conditionings score the same moves) and clustered by player instance (moves of one game are
 correlated), so a user sees which columns are decided and which are within noise.
+
+``--against BASE`` scores the same moves with a second net and prints the first net's own-rank
+gain over it (accuracy points, millinats a move), paired and clustered by player instance: two
+nets' pooled figures differ by less than each one's standard error, yet the paired difference,
+free of which moves are hard, can be decided (``PositionScores.own_rank_gain``).
 """
 
 from __future__ import annotations
@@ -54,12 +60,18 @@ def main() -> None:
         "--symmetries", type=int, choices=SYMMETRY_COUNTS, default=None,
         help="board symmetries to average the features over (default: the model's own)",
     )  # fmt: skip
+    parser.add_argument(
+        "--against", default=None,
+        help="a second net (name or file) scored on the same moves: the first one's paired gain",
+    )  # fmt: skip
     args = parser.parse_args()
-    net = load_net(args.model).to(resolve_device(args.device))  # batches follow the net
+    device = resolve_device(args.device)
+    net = load_net(args.model).to(device)  # batches follow the net
     if args.symmetries is not None:
         net.config = replace(net.config, symmetries=args.symmetries)
     print(f"{args.model}: features averaged over {net.config.symmetries} board symmetries")
-    pooled = []
+    base = load_net(args.against).to(device) if args.against else None
+    pooled, pooled_base = [], []
     for name, games in held_out_sets("go").items():
         pool = build_pool(
             games, "go", positions_per_instance=args.positions, seed=3, skip_per_instance=args.skip
@@ -68,8 +80,13 @@ def main() -> None:
         print(f"\n## {name}: {len(scores.group)} positions\n")
         report(scores)
         pooled.append(scores)
+        if base is not None:
+            pooled_base.append(score_positions(base, pool))
+            report_gain(scores, pooled_base[-1], args.against)
     print("\n## both, pooled\n")
     report(PositionScores.concat(pooled))
+    if base is not None:
+        report_gain(PositionScores.concat(pooled), PositionScores.concat(pooled_base), args.against)
 
 
 def report(scores: PositionScores) -> None:
@@ -87,6 +104,15 @@ def report(scores: PositionScores) -> None:
     print(
         f"\nown rank, all groups: {accuracy:.2f} ± {accuracy_sem:.2f} % / "
         f"{loglik:.4f} ± {loglik_sem:.4f} over {n:,} positions"
+    )
+
+
+def report_gain(scores: PositionScores, base: PositionScores, base_name: str) -> None:
+    """The own-rank gain over ``base`` on the same moves, with paired standard errors."""
+    accuracy, accuracy_sem, loglik, loglik_sem = scores.own_rank_gain(base)
+    print(
+        f"\nown rank against {base_name}: {accuracy:+.2f} ± {accuracy_sem:.2f} points / "
+        f"{1000 * loglik:+.1f} ± {1000 * loglik_sem:.1f} millinats a move (paired)"
     )
 
 

@@ -313,6 +313,25 @@ def test_own_rank_sem_clusters_by_instance():
     assert loglik_sem == pytest.approx(0.0)
 
 
+def test_own_rank_gain_is_paired_and_clustered_by_instance():
+    """Two nets on the same four moves (bench/go_policy_held_out.py --against). Hits 1, 1 | 1, 0
+    against 0, 1 | 1, 1: differences +100, 0 | 0, −100 points, mean 0, instance sums +100 and
+    −100, so √((100² + 100²) · 2) / 4 = 50 points. Log-likelihoods −1, −2 | −1, −1 against −2
+    everywhere: differences 1, 0 | 1, 1, mean 0.75, instance sums of deviations −0.5 and +0.5, so
+    √((0.25 + 0.25) · 2) / 4 = 0.25. Scores of other positions are refused."""
+    group, instance, rep = np.zeros(4, np.int64), np.array([0, 0, 1, 1]), np.zeros((1, 4))
+
+    def scores(ll: list[float], hit: list[bool]) -> PositionScores:
+        return PositionScores(group, instance, np.array(ll), np.array(hit), rep, rep.astype(bool))
+
+    net = scores([-1.0, -2.0, -1.0, -1.0], [True, True, True, False])
+    base = scores([-2.0] * 4, [False, True, True, True])
+    assert net.own_rank_gain(base) == pytest.approx((0.0, 50.0, 0.75, 0.25))
+    other = PositionScores(group, np.array([0, 1, 2, 3]), base.own_ll, base.own_hit, rep, rep > 0)
+    with pytest.raises(ValueError, match="same positions"):
+        net.own_rank_gain(other)
+
+
 def test_strictly_falling_columns_hand_computed():
     """A column counts when its log-likelihood falls with every step away from its own group,
     both ways; a tie, or a farther group above a nearer one, does not."""

@@ -2,12 +2,14 @@
 # One GPU call for issue #28 item 1: kibitz-go-policy (KataGo g170's trunk with the rank head:
 # trained on CPUs, then 2,000 steps of 256 on an H200 on 28 November as kibitz-go-policy-gpu,
 # rank layers refit; 1,705,664 training positions in all, docs/train.md) trained further on the
-# GPU, trunk and head together, then scored held out beside the net it started from
-# (bench/go_policy_held_out.py, 16 moves per player instance of the testing evaluation split and
-# of candidating/: at 4 a column's own-group margin was within its noise, docs/train.md). Run
-# from the repository root with site-ray, site-run, site-train and `bash infra/gpu/kit.sh
-# --shared-only models/katago data/go/fox-selected/testing data/go/fox-selected/by-player
-# data/go/fox-selected/candidating` carried (docs/gpu.md gives the tree and the sizes):
+# GPU, trunk and head together, then scored held out against the net it started from on the
+# same moves (bench/go_policy_held_out.py --against, 16 moves per player instance of the testing
+# evaluation split and of candidating/: at 4 a column's own-group margin was within its noise;
+# the gain paired, since each net's own figure carries ± 0.20 points there and the gain's
+# ± 0.07, docs/train.md). Run from the repository root with site-ray, site-run, site-train and
+# `bash infra/gpu/kit.sh --shared-only models/katago data/go/fox-selected/testing
+# data/go/fox-selected/by-player data/go/fox-selected/candidating` carried (docs/gpu.md gives
+# the tree and the sizes):
 #
 #   bash infra/gpu/day-go-policy.sh [SECONDS] [STEPS] [BATCH] [MAX_TRAIN_GAMES]
 #
@@ -20,9 +22,9 @@
 # TRAIN_OPTS=--random-symmetries (docs/train.md: trained on random symmetries).
 # Training stops in time to leave 170 s for scoring and packing. Back in $OUT: the model, its
 # card and ONNX, the checkpoint (carry it as .gpu-kit/go-policy-last.pt and the next call
-# resumes: same command, `--resume`), the held-out scores (one orientation, and averaged over
-# the board's 8 symmetries, then the start net: one file, held-out.txt), the training log and
-# when each stage ended (times.txt): 8 files, the most a call brings back.
+# resumes: same command, `--resume`), the held-out scores (one orientation with the paired gain
+# over the start net, then averaged over the board's 8 symmetries: one file, held-out.txt), the
+# training log and when each stage ended (times.txt): 8 files, the most a call brings back.
 set -uo pipefail
 budget=${1:-540}
 steps=${2:-4000}
@@ -58,18 +60,12 @@ echo "trained at $((SECONDS - start)) s" | tee -a "$OUT/times.txt"
 cp $run/model.kibitz.pt $run/model.yaml $run/MODEL_CARD.md $run/model.onnx "$OUT/"
 cp $run/checkpoints/last.pt "$OUT/go-policy-last.pt"
 python3 bench/go_policy_held_out.py --model $run/model.kibitz.pt --positions 16 \
-    --device "$device" | tee -a "$OUT/held-out.txt"
+    --against kibitz-go-policy --device "$device" | tee -a "$OUT/held-out.txt"
 echo "scored at $((SECONDS - start)) s" | tee -a "$OUT/times.txt"
 # The same moves with the features averaged over the board's 8 symmetries (8 trunk passes a
 # move; docs/train.md: four gave kibitz-go-policy-next +0.77 points, 34 millinats a move).
 if [ "$(left)" -gt 60 ]; then
     python3 bench/go_policy_held_out.py --model $run/model.kibitz.pt --positions 16 \
         --symmetries 8 --device "$device" | tee -a "$OUT/held-out.txt"
-fi
-# The net it started from on the same moves and device, while time is left (its CPU figures
-# are in docs/train.md).
-if [ "$(left)" -gt 60 ]; then
-    python3 bench/go_policy_held_out.py --model kibitz-go-policy --positions 16 \
-        --device "$device" | tee -a "$OUT/held-out.txt"
 fi
 echo "all done at $((SECONDS - start)) s" | tee -a "$OUT/times.txt"

@@ -380,6 +380,25 @@ class PositionScores:
             clustered_sem(self.own_ll, self.instance),
         )
 
+    def own_rank_gain(self, base: PositionScores) -> tuple[float, float, float, float]:
+        """This net's own-rank accuracy (points) and mean log-likelihood less ``base``'s on the
+        same positions, each with its standard error, paired and clustered by player instance.
+        Two nets' pooled figures each carry ± 0.09 points on all 430,160 held-out moves, but
+        most of that is which moves are hard, which both nets share: the paired difference is
+        what says whether one net reads moves better than the other."""
+        if not (
+            np.array_equal(self.group, base.group) and np.array_equal(self.instance, base.instance)
+        ):
+            raise ValueError("own_rank_gain needs both nets' scores of the same positions")
+        hit = 100.0 * (self.own_hit.astype(np.float64) - base.own_hit)
+        ll = self.own_ll - base.own_ll
+        return (
+            float(hit.mean()),
+            clustered_sem(hit, self.instance),
+            float(ll.mean()),
+            clustered_sem(ll, self.instance),
+        )
+
 
 @torch.inference_mode()
 def score_positions(
