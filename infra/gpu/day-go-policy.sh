@@ -6,7 +6,7 @@
 # same moves (bench/go_policy_held_out.py --against, 16 moves per player instance of the testing
 # evaluation split and of candidating/: at 4 a column's own-group margin was within its noise;
 # the gain paired, since each net's own figure carries ± 0.20 points there and the gain's
-# ± 0.07, docs/train.md). Run from the repository root with site-ray, site-run, site-train and
+# ± 0.07–0.09, docs/train.md). Run from the repository root with site-ray, site-run, site-train and
 # `bash infra/gpu/kit.sh --shared-only models/katago data/go/fox-selected/testing
 # data/go/fox-selected/by-player data/go/fox-selected/candidating` carried (docs/gpu.md gives
 # the tree and the sizes):
