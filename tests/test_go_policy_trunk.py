@@ -8,6 +8,8 @@
 - ``kibitz train policy go --trunk katago-g170-b6c96`` runs end to end; its export loads back
   without the KataGo file and gives the training state's logits exactly; header, card and
   registry entry state the trunk and the licence.
+- ``--teacher-symmetries``: the loss with a frozen teacher averaged over two symmetries equals
+  the formula computed by hand; the command records the setting and trains the student only.
 - ``kibitz models check`` of a rank-conditioned policy: one row per rank group at the movers' own
   ranks, checked by hand against the net's own forward.
 
@@ -49,7 +51,12 @@ from pipeline.nets.legal_softmax import legal_mask, masked_log_softmax
 from pipeline.nets.loading import load_net
 from pipeline.nets.onnx_export import net_fingerprint
 from pipeline.nets.registry import find_entry
-from pipeline.train.go_policy import GoPolicyTrainConfig, policy_loss, position_ranks
+from pipeline.train.go_policy import (
+    GoPolicyTrainConfig,
+    policy_loss,
+    position_ranks,
+    symmetry_teacher,
+)
 from pipeline.train.go_policy import train as train_policy
 from pipeline.train.loop import initial_weights, set_lr
 from pipeline.train.sscore_batches import build_pool
@@ -366,6 +373,85 @@ def test_rank_layers_refit_only_the_per_rank_layers_of_a_trained_policy(trained,
     assert "only the per-rank layers trained" in card
     with pytest.raises(TrunkError, match="name the policy with --init-from"):
         GoPolicyTrainConfig(trunk=KATAGO, trunk_mode="rank-layers")
+
+
+def test_teacher_symmetries_distil_the_start_policy_averaged_over_symmetries(trained, tmp_path):
+    """``--teacher-symmetries 2 --teacher-weight W``: the --init-from policy, read from its file
+    and averaged over two board symmetries, is a frozen teacher; the loss is (1 − W)·CE of the
+    played move + W·CE of the teacher's legal-move distribution at the mover's rank. Checked by
+    hand on the trained policy (its own teacher), then a run of the command records the setting
+    and keeps the teacher fixed; without --init-from, or with 3 symmetries, it is refused."""
+    out, _ = trained
+    model = out / "model.kibitz.pt"
+    # as a run starts from it, one orientation; in eval mode, so that the head's batch norm uses
+    # the same statistics in the loss and by hand
+    student = load_net(str(model)).eval()
+    pool = build_pool(go_games(1), "go", positions_per_instance=4, seed=1)
+    rows = np.arange(0, len(pool), 9)
+    ranks = position_ranks(pool)[rows]
+    config = GoPolicyTrainConfig(
+        trunk=KATAGO, trunk_mode="finetune", head_channels=8, init_from=str(model),
+        teacher_symmetries=2, teacher_weight=0.7,
+    )  # fmt: skip
+    teacher = symmetry_teacher(
+        config, lambda: policy_on_katago_trunk(load_net(KATAGO), 8), student.config,
+        torch.device("cpu"),
+    )  # fmt: skip
+    assert teacher.config.symmetries == 2 and not teacher.training
+    assert not any(p.requires_grad for p in teacher.parameters())
+    loss, hits = policy_loss(student, pool, rows, ranks, teacher=teacher, teacher_weight=0.7)
+    # By hand: the teacher's features are the mean of the board's and its first symmetry's,
+    # turned back; both nets' log-probabilities at the mover's rank over the legal moves.
+    spatial, global_ = _inputs(pool, rows)
+    mask = legal_mask(pool.legal_offsets, pool.legal_index, rows, go_spec.POLICY_SIZE)
+    at = torch.from_numpy(ranks)
+    with torch.inference_mode():
+        mine = student.mover_logits(student.features(spatial, global_), at)
+        views = [student.features(board_symmetry(spatial, s), global_) for s in (0, 1)]
+        back = [
+            board_symmetry(v.unflatten(2, (19, 19)), s, inverse=True).flatten(2)
+            for s, v in zip((0, 1), views, strict=True)
+        ]
+        theirs = student.mover_logits((back[0] + back[1]) / 2, at)
+    logp = masked_log_softmax(mine, mask).double().numpy()
+    q = masked_log_softmax(theirs, mask).double().exp().numpy()
+    played = logp[np.arange(len(rows)), pool.played[rows]]
+    by_hand = 0.3 * -played.mean() + 0.7 * -(q * logp).sum(axis=1).mean()
+    assert loss.item() == pytest.approx(by_hand, rel=1e-4)
+    assert loss.item() != pytest.approx(-played.mean(), rel=1e-3)  # the soft target counts
+    np.testing.assert_array_equal(hits.numpy(), logp.argmax(axis=1) == pool.played[rows])
+    loss.backward()  # the gradient reaches the student, never the teacher
+    assert student.head_conv.weight.grad.abs().sum() > 0
+    assert all(p.grad is None for p in teacher.parameters())
+    # The command: two fine-tuning steps from the trained policy with its 2-symmetry teacher.
+    run = tmp_path / "distil"
+    argv = [
+        "train", "policy", "go", "--games", str(out.parent / "games-go"), "--out", str(run),
+        "--trunk", KATAGO, "--trunk-mode", "finetune", "--head-channels", "8",
+        "--init-from", str(model), "--teacher-symmetries", "2", "--teacher-weight", "0.7",
+        "--max-steps", "2", "--warmup-steps", "1", "--batch-size", "8",
+        "--positions-per-instance", "4", "--max-validation-games", "4",
+        "--evaluation-positions", "2", "--no-progress",
+        "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    header, state = read_model_file(run / "model.kibitz.pt")
+    train = header["train"]
+    assert (train["teacher_symmetries"], train["teacher_weight"], train["steps"]) == (2, 0.7, 2)
+    assert header["net"].get("symmetries", 1) == 1  # the student runs one orientation
+    _, start = read_model_file(model)
+    assert not torch.equal(state["trunk.trunk.initial_conv.weight"],
+                           start["trunk.trunk.initial_conv.weight"])  # fmt: skip
+    assert "teacher_symmetries=2" in (run / "MODEL_CARD.md").read_text(encoding="utf-8")
+    # Checkpoints from before the teacher resume; a teacher run's setting is part of its resume.
+    assert "teacher_symmetries" not in GoPolicyTrainConfig().resume_keys()
+    assert config.resume_keys()["teacher_weight"] == 0.7
+    with pytest.raises(ValueError, match="name the policy with --init-from"):
+        GoPolicyTrainConfig(teacher_symmetries=2)
+    with pytest.raises(ValueError, match="teacher symmetries must be one of"):
+        GoPolicyTrainConfig(init_from=str(model), teacher_symmetries=3)
+    with pytest.raises(ValueError, match="teacher weight must be in"):
+        GoPolicyTrainConfig(init_from=str(model), teacher_symmetries=2, teacher_weight=0.0)
 
 
 def _first_games(group: str, n: int) -> tuple[pa.Table, str]:

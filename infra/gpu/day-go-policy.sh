@@ -19,7 +19,8 @@
 # of the call); MAX_TRAIN_GAMES: fewer training games (28 November: 12,000 of 16,112, to fit a
 # second call's leftover time), or a check on a CPU.
 # TRAIN_OPTS (environment): more `kibitz train policy` options, e.g.
-# TRAIN_OPTS=--random-symmetries (docs/train.md: trained on random symmetries).
+# TRAIN_OPTS=--random-symmetries (docs/train.md: trained on random symmetries) or
+# TRAIN_OPTS="--teacher-symmetries 8 --teacher-weight 0.7" (docs/train.md: a student of two symmetries).
 # Training stops in time to leave 170 s for scoring and packing. Back in $OUT: the model, its
 # card and ONNX, the checkpoint (carry it as .gpu-kit/go-policy-last.pt and the next call
 # resumes: same command, `--resume`), the held-out scores (one orientation with the paired gain

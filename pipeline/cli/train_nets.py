@@ -24,7 +24,8 @@ weights end up in the exported file) instead of Kibitz's own, ``--trunk-mode`` f
 head alone trains), finetune (the trunk too, at ``--trunk-lr-scale`` × the LR) or rank-layers
 (with ``--init-from`` a trained policy: only its per-rank layers refit, on its own features).
 ``--symmetries N`` makes the exported policy average its features over N board symmetries;
-``--random-symmetries`` trains on each board under a random one of the 8.
+``--random-symmetries`` trains on each board under a random one of the 8; ``--teacher-symmetries
+N`` distils the ``--init-from`` policy averaged over N symmetries into a one-orientation net.
 ``--register NAME --models-root DIR`` then copies the model into ``DIR/NAME`` and adds it to
 ``DIR/registry.yaml``, after which ``kibitz models list`` shows it and ``load_net(NAME)`` loads it
 (see docs/train.md).
@@ -81,6 +82,10 @@ POLICY_OPTIONS: tuple[Option, ...] = (
     ("--symmetries", int, "board symmetries (1, 2, 4, 8) the exported model averages over at"
      " inference, n trunk passes a position; training sees one (default 1). A finished run"
      " resumed with another count re-exports and re-evaluates it"),
+    ("--teacher-symmetries", int, "self-distillation: the --init-from policy averaged over this"
+     " many board symmetries (2, 4, 8) is a frozen teacher whose move distribution is a soft"
+     " target beside the played move (default 0: none)"),
+    ("--teacher-weight", float, "the teacher's share of the loss (default 0.5)"),
 )  # fmt: skip
 # A levels head has no trunk of its own: no --blocks/--channels, nor --init-from.
 LEVELS_SHARED = tuple(

@@ -18,6 +18,10 @@ fine-tuned with the head at ``trunk_lr_scale`` × the LR; or, from a trained pol
 header's ``trunk`` records the KataGo net (registry name, sha256, licence) and the mode; the
 exported file holds the trunk's weights, so loading it never needs the KataGo file.
 
+With ``teacher_symmetries`` the ``init_from`` policy, averaged over that many board symmetries,
+is a frozen teacher: its move distribution is a soft target beside the played move, so the
+one-orientation net learns what the symmetry ensemble reads (:func:`symmetry_teacher`).
+
     kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy --max-minutes 40
     kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy-katago \
         --trunk katago-g170-b6c96 --trunk-mode frozen --device cuda --batch-size 256
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +45,7 @@ from pipeline.nets.formats import GO_POLICY_FORMAT
 from pipeline.nets.go_rank_policy import (
     BOARD_SYMMETRIES,
     GO_POLICY_RANKS,
+    SYMMETRY_COUNTS,
     TRUNK_MODES,
     GoRankPolicyConfig,
     GoRankPolicyNet,
@@ -58,6 +64,7 @@ from pipeline.train.loop import (
     TimeBudget,
     TrainSettings,
     export_tracked,
+    initial_weights,
     restore_best,
     run_loop,
     run_params,
@@ -99,6 +106,12 @@ class GoPolicyTrainConfig(TrainSettings):
     # Each training board under a random one of the 8 symmetries, its features turned back
     # (GoRankPolicyNet.turned_features); validation sees the boards as played.
     random_symmetries: bool = False
+    # Self-distillation: > 0 makes the --init-from policy, its features averaged over this many
+    # symmetries, a frozen teacher whose move distribution at the mover's rank is a soft target
+    # beside the played move (the symmetry ensemble reads moves better than one orientation,
+    # and distillation moves part of that into a net that runs one trunk pass; docs/train.md).
+    teacher_symmetries: int = 0
+    teacher_weight: float = 0.5  # the soft target's share of the loss; the played move's 1 − it
 
     def __post_init__(self) -> None:
         if self.trunk_mode not in TRUNK_MODES:
@@ -110,6 +123,19 @@ class GoPolicyTrainConfig(TrainSettings):
                 "trunk mode 'rank-layers' refits a trained policy's rank layers on its own "
                 "features: name the policy with --init-from"
             )
+        if self.teacher_symmetries:
+            if self.teacher_symmetries not in SYMMETRY_COUNTS:
+                raise ValueError(
+                    f"teacher symmetries must be one of {SYMMETRY_COUNTS}, "
+                    f"got {self.teacher_symmetries}"
+                )
+            if not self.init_from:
+                raise ValueError(
+                    "--teacher-symmetries distils the --init-from policy over board symmetries:"
+                    " name the policy with --init-from"
+                )
+            if not 0 < self.teacher_weight <= 1:
+                raise ValueError(f"teacher weight must be in (0, 1], got {self.teacher_weight!r}")
 
     def net_config(self) -> GoRankPolicyConfig:
         """The shape of Kibitz's own trunk and head (a KataGo trunk: :func:`katago_trunk_config`)."""
@@ -125,6 +151,8 @@ class GoPolicyTrainConfig(TrainSettings):
         unused: tuple[str, ...] = ("symmetries",)
         if not self.random_symmetries:  # checkpoints written before it existed still resume
             unused += ("random_symmetries",)
+        if not self.teacher_symmetries:  # likewise for those written before the teacher
+            unused += ("teacher_symmetries", "teacher_weight")
         unused += (
             ("blocks", "channels") if self.trunk else ("trunk", "trunk_mode", "trunk_lr_scale")
         )
@@ -302,11 +330,15 @@ def policy_loss(
     rows: np.ndarray,
     ranks: np.ndarray,
     symmetry: np.ndarray | None = None,
+    teacher: GoRankPolicyNet | None = None,
+    teacher_weight: float = 0.5,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Mean cross-entropy at the movers' ranks and the top-1 hits: (scalar, (B,) bool).
 
     ``symmetry``: each board seen under that symmetry (0-7), features turned back
-    (:meth:`GoRankPolicyNet.turned_features`); None: as played.
+    (:meth:`GoRankPolicyNet.turned_features`); None: as played. ``teacher``: a frozen policy
+    (its own ``config.symmetries``) whose legal-move distribution q at the mover's rank is a
+    soft target: the loss is (1 − w)·CE(played move) + w·CE(q), w = ``teacher_weight``.
     """
     device = module_device(net)
     inputs = _inputs(pool, rows, device)
@@ -315,11 +347,18 @@ def policy_loss(
         if symmetry is None
         else net.turned_features(*inputs, torch.from_numpy(symmetry).to(device))
     )
-    logits = net.mover_logits(h, torch.from_numpy(ranks).to(device))  # (B, 362)
+    ranks_on = torch.from_numpy(ranks).to(device)
+    logits = net.mover_logits(h, ranks_on)  # (B, 362)
     mask, target = _legal_and_target(pool, rows, logits.shape[1], device)
     logp = masked_log_softmax(logits, mask)
     rows_on = torch.arange(len(rows), device=device)
-    return -logp[rows_on, target].mean(), logp.argmax(dim=1) == target
+    loss = -logp[rows_on, target].mean()
+    if teacher is not None:
+        with torch.no_grad():  # illegal moves: q = 0 against a finite (masked) log p
+            q = masked_log_softmax(teacher.mover_logits(teacher.features(*inputs), ranks_on), mask)
+        soft = -(q.exp() * logp).sum(dim=1).mean()
+        loss = (1 - teacher_weight) * loss + teacher_weight * soft
+    return loss, logp.argmax(dim=1) == target
 
 
 @torch.inference_mode()
@@ -524,6 +563,24 @@ def _pool(
     return pool
 
 
+def symmetry_teacher(
+    config: GoPolicyTrainConfig,
+    build: Callable[[], GoRankPolicyNet],
+    net_config: GoRankPolicyConfig,
+    device: torch.device,
+) -> GoRankPolicyNet:
+    """The ``--init-from`` policy, frozen, its features averaged over
+    ``config.teacher_symmetries`` board symmetries: the soft target of self-distillation. Read
+    from the model files rather than copied from the run's net, so a resumed run's teacher is
+    still the policy it started from."""
+    teacher = build()
+    weights, _ = initial_weights(config.init_from, GO_POLICY_FORMAT, net_config.to_dict(), teacher)
+    teacher.load_state_dict(weights)
+    teacher.config = replace(teacher.config, symmetries=config.teacher_symmetries)
+    teacher.requires_grad_(False)
+    return teacher.to(device).eval()
+
+
 def train(
     config: GoPolicyTrainConfig,
     games_dir: Path,
@@ -567,6 +624,11 @@ def train(
         init_shape=(GO_POLICY_FORMAT, net_config.to_dict()),
         param_groups=(lambda n: n.parameter_groups(config.trunk_lr_scale)) if source else None,
     )  # fmt: skip
+    teacher = (
+        symmetry_teacher(config, build, net_config, module_device(net))
+        if config.teacher_symmetries
+        else None
+    )
     table = read_games(games_dir, "go")
     per = config.positions_per_instance
     train_pool = _pool(games_dir, "train", config.max_train_games, config, config.seed, table, per)
@@ -587,7 +649,9 @@ def train(
         symmetry = (
             rng.integers(0, BOARD_SYMMETRIES, size=len(rows)) if config.random_symmetries else None
         )
-        loss, _ = policy_loss(net, train_pool, rows, ranks[rows], symmetry)
+        loss, _ = policy_loss(
+            net, train_pool, rows, ranks[rows], symmetry, teacher, config.teacher_weight
+        )
         return StepOutput(loss, {}, len(rows))
 
     with tracking.tracked_run(
