@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
@@ -345,6 +346,20 @@ def test_a_finished_run_resumed_with_symmetries_exports_its_weights_averaged_ove
         GoRankPolicyConfig(symmetries=3)
 
 
+def _continue_trained(out: Path, run: Path, *options: str) -> tuple[dict, dict]:
+    """``kibitz train policy go`` from the ``trained`` fixture's policy (its games, 8-channel
+    head, batches of 8) into ``run`` with ``options``: the exported header and weights."""
+    argv = [
+        "train", "policy", "go", "--games", str(out.parent / "games-go"), "--out", str(run),
+        "--trunk", KATAGO, "--head-channels", "8", "--init-from", str(out / "model.kibitz.pt"),
+        "--warmup-steps", "1", "--batch-size", "8", "--positions-per-instance", "4",
+        "--max-validation-games", "4", "--evaluation-positions", "2", "--no-progress",
+        "--tracking-uri", f"sqlite:///{run.parent / (run.name + '-mlflow.db')}", *options,
+    ]  # fmt: skip
+    assert main(argv) == 0
+    return read_model_file(run / "model.kibitz.pt")
+
+
 def test_rank_layers_refit_only_the_per_rank_layers_of_a_trained_policy(trained, tmp_path):
     """``--trunk-mode rank-layers --init-from POLICY`` trains the per-rank layers alone on the
     policy's own shared features: the trunk, the head conv and its batch norm (statistics too)
@@ -352,17 +367,9 @@ def test_rank_layers_refit_only_the_per_rank_layers_of_a_trained_policy(trained,
     ``--init-from`` there are no trained features to refit on, and the run is refused."""
     out, _ = trained
     run = tmp_path / "refit"
-    argv = [
-        "train", "policy", "go", "--games", str(out.parent / "games-go"), "--out", str(run),
-        "--trunk", KATAGO, "--trunk-mode", "rank-layers", "--head-channels", "8",
-        "--init-from", str(out / "model.kibitz.pt"),
-        "--max-steps", "3", "--warmup-steps", "1", "--batch-size", "8", "--lr", "0.01",
-        "--positions-per-instance", "4", "--max-validation-games", "4",
-        "--evaluation-positions", "2", "--no-progress",
-        "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
-    ]  # fmt: skip
-    assert main(argv) == 0
-    header, state = read_model_file(run / "model.kibitz.pt")
+    header, state = _continue_trained(
+        out, run, "--trunk-mode", "rank-layers", "--max-steps", "3", "--lr", "0.01"
+    )
     _, before = read_model_file(out / "model.kibitz.pt")
     assert header["trunk"]["mode"] == "rank-layers" and header["trunk"]["lr_scale"] is None
     rank_layers = ("gamma.", "beta.", "weight.", "pass_weight.", "bias.")
@@ -425,17 +432,10 @@ def test_teacher_symmetries_distil_the_start_policy_averaged_over_symmetries(tra
     assert all(p.grad is None for p in teacher.parameters())
     # The command: two fine-tuning steps from the trained policy with its 2-symmetry teacher.
     run = tmp_path / "distil"
-    argv = [
-        "train", "policy", "go", "--games", str(out.parent / "games-go"), "--out", str(run),
-        "--trunk", KATAGO, "--trunk-mode", "finetune", "--head-channels", "8",
-        "--init-from", str(model), "--teacher-symmetries", "2", "--teacher-weight", "0.7",
-        "--max-steps", "2", "--warmup-steps", "1", "--batch-size", "8",
-        "--positions-per-instance", "4", "--max-validation-games", "4",
-        "--evaluation-positions", "2", "--no-progress",
-        "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
-    ]  # fmt: skip
-    assert main(argv) == 0
-    header, state = read_model_file(run / "model.kibitz.pt")
+    header, state = _continue_trained(
+        out, run, "--trunk-mode", "finetune", "--max-steps", "2",
+        "--teacher-symmetries", "2", "--teacher-weight", "0.7",
+    )  # fmt: skip
     train = header["train"]
     assert (train["teacher_symmetries"], train["teacher_weight"], train["steps"]) == (2, 0.7, 2)
     assert header["net"].get("symmetries", 1) == 1  # the student runs one orientation
