@@ -83,7 +83,7 @@ POLICY_OPTIONS: tuple[Option, ...] = (
      " inference, n trunk passes a position; training sees one (default 1). A finished run"
      " resumed with another count re-exports and re-evaluates it"),
     ("--teacher-symmetries", int, "self-distillation: the --init-from policy averaged over this"
-     " many board symmetries (2, 4, 8) is a frozen teacher whose move distribution is a soft"
+     " many board symmetries (1, 2, 4, 8) is a frozen teacher whose move distribution is a soft"
      " target beside the played move (default 0: none)"),
     ("--teacher-weight", float, "the teacher's share of the loss (default 0.5)"),
 )  # fmt: skip
