@@ -52,6 +52,7 @@ from pipeline.nets.legal_softmax import legal_mask, masked_log_softmax
 from pipeline.nets.loading import load_net
 from pipeline.nets.onnx_export import net_fingerprint
 from pipeline.nets.registry import find_entry
+from pipeline.train.device import DeviceError, step_autocast
 from pipeline.train.go_policy import (
     GoPolicyTrainConfig,
     policy_loss,
@@ -60,7 +61,7 @@ from pipeline.train.go_policy import (
 )
 from pipeline.train.go_policy import train as train_policy
 from pipeline.train.loop import initial_weights, set_lr
-from pipeline.train.sscore_batches import build_pool
+from pipeline.train.sscore_batches import PositionPool, build_pool
 
 KATAGO = "katago-g170-b6c96"
 CANDIDATING = "go/fox-selected/candidating"
@@ -382,6 +383,16 @@ def test_rank_layers_refit_only_the_per_rank_layers_of_a_trained_policy(trained,
         GoPolicyTrainConfig(trunk=KATAGO, trunk_mode="rank-layers")
 
 
+def _student_batch(model: Path) -> tuple[GoRankPolicyNet, PositionPool, np.ndarray, np.ndarray]:
+    """The trained policy as a run starts from it (one orientation; in eval mode, so that the
+    head's batch norm uses the same statistics in the loss and by hand), a pool of real
+    positions, every 9th row and the movers' ranks."""
+    student = load_net(str(model)).eval()
+    pool = build_pool(go_games(1), "go", positions_per_instance=4, seed=1)
+    rows = np.arange(0, len(pool), 9)
+    return student, pool, rows, position_ranks(pool)[rows]
+
+
 def test_teacher_symmetries_distil_the_start_policy_averaged_over_symmetries(trained, tmp_path):
     """``--teacher-symmetries 2 --teacher-weight W``: the --init-from policy, read from its file
     and averaged over two board symmetries, is a frozen teacher; the loss is (1 − W)·CE of the
@@ -390,12 +401,7 @@ def test_teacher_symmetries_distil_the_start_policy_averaged_over_symmetries(tra
     and keeps the teacher fixed; without --init-from, or with 3 symmetries, it is refused."""
     out, _ = trained
     model = out / "model.kibitz.pt"
-    # as a run starts from it, one orientation; in eval mode, so that the head's batch norm uses
-    # the same statistics in the loss and by hand
-    student = load_net(str(model)).eval()
-    pool = build_pool(go_games(1), "go", positions_per_instance=4, seed=1)
-    rows = np.arange(0, len(pool), 9)
-    ranks = position_ranks(pool)[rows]
+    student, pool, rows, ranks = _student_batch(model)
     config = GoPolicyTrainConfig(
         trunk=KATAGO, trunk_mode="finetune", head_channels=8, init_from=str(model),
         teacher_symmetries=2, teacher_weight=0.7,
@@ -452,6 +458,40 @@ def test_teacher_symmetries_distil_the_start_policy_averaged_over_symmetries(tra
         GoPolicyTrainConfig(init_from=str(model), teacher_symmetries=3)
     with pytest.raises(ValueError, match="teacher weight must be in"):
         GoPolicyTrainConfig(init_from=str(model), teacher_symmetries=2, teacher_weight=0.0)
+
+
+def test_bf16_precision_runs_the_forward_in_bfloat16_and_the_loss_in_float32(trained, tmp_path):
+    """``--precision bf16``: each step's forward (the teacher's too) under bfloat16 autocast, the
+    loss and the gradients in float32. On real positions the loss moves by bfloat16's rounding
+    (under 1 %), not more; the run records the setting, resumes at fp32 (precision is not a
+    resume key, as the device is not), and an unknown precision is refused."""
+    out, _ = trained
+    model = out / "model.kibitz.pt"
+    student, pool, rows, ranks = _student_batch(model)
+    teacher = load_net(str(model)).eval().requires_grad_(False)
+    fp32, hits32 = policy_loss(student, pool, rows, ranks, teacher=teacher, teacher_weight=0.5)
+    with step_autocast(torch.device("cpu"), "bf16"):
+        bf16, hits16 = policy_loss(student, pool, rows, ranks, teacher=teacher, teacher_weight=0.5)
+    assert bf16.dtype == torch.float32
+    assert bf16.item() == pytest.approx(fp32.item(), rel=1e-2)
+    assert bf16.item() != pytest.approx(fp32.item(), rel=1e-6)  # the forward did run in bf16
+    assert (hits16 == hits32).float().mean() >= 0.9  # the top move, but for near ties
+    bf16.backward()
+    grad = student.head_conv.weight.grad
+    assert grad.dtype == torch.float32 and grad.abs().sum() > 0
+    run = tmp_path / "bf16"
+    header, _ = _continue_trained(
+        out, run, "--trunk-mode", "finetune", "--max-steps", "2", "--precision", "bf16"
+    )
+    assert (header["train"]["precision"], header["train"]["steps"]) == ("bf16", 2)
+    assert "precision=bf16" in (run / "MODEL_CARD.md").read_text(encoding="utf-8")
+    header, _ = _continue_trained(
+        out, run, "--trunk-mode", "finetune", "--max-steps", "2", "--resume"
+    )
+    assert header["train"]["precision"] == "fp32" and len(header["train"]["commands"]) == 2
+    assert "precision" not in GoPolicyTrainConfig(precision="bf16").resume_keys()
+    with pytest.raises(DeviceError, match="--precision 'fp16': one of fp32, bf16"):
+        GoPolicyTrainConfig(precision="fp16")
 
 
 def _first_games(group: str, n: int) -> tuple[pa.Table, str]:

@@ -86,6 +86,8 @@ POLICY_OPTIONS: tuple[Option, ...] = (
      " many board symmetries (1, 2, 4, 8) is a frozen teacher whose move distribution is a soft"
      " target beside the played move (default 0: none)"),
     ("--teacher-weight", float, "the teacher's share of the loss (default 0.5)"),
+    ("--precision", str, "fp32 (default) or bf16: each training step's forward under bfloat16"
+     " autocast (weights, optimiser and loss in fp32; validation, evaluation and export fp32)"),
 )  # fmt: skip
 # A levels head has no trunk of its own: no --blocks/--channels, nor --init-from.
 LEVELS_SHARED = tuple(

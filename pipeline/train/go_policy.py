@@ -22,6 +22,10 @@ With ``teacher_symmetries`` the ``init_from`` policy, averaged over that many bo
 is a frozen teacher: its move distribution is a soft target beside the played move, so the
 one-orientation net learns what the symmetry ensemble reads (:func:`symmetry_teacher`).
 
+With ``precision`` bf16 each step's forward (the teacher's too) runs under bfloat16 autocast
+(``pipeline/train/device.py``), the loss in float32; validation, evaluation and the export stay
+float32 (``python bench/bench_policy_precision.py`` measures the speed and the loss's change).
+
     kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy --max-minutes 40
     kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy-katago \
         --trunk katago-g170-b6c96 --trunk-mode frozen --device cuda --batch-size 256
@@ -57,7 +61,7 @@ from pipeline.nets.go_rank_policy import (
 from pipeline.nets.katago_net import KataGoNet
 from pipeline.nets.legal_softmax import legal_mask, masked_log_softmax
 from pipeline.nets.model_export import ExportedModel
-from pipeline.train.device import module_device
+from pipeline.train.device import check_precision, module_device, step_autocast
 from pipeline.train.games import load_split_games, read_games
 from pipeline.train.loop import (
     StepOutput,
@@ -112,8 +116,13 @@ class GoPolicyTrainConfig(TrainSettings):
     # and distillation moves part of that into a net that runs one trunk pass; docs/train.md).
     teacher_symmetries: int = 0
     teacher_weight: float = 0.5  # the soft target's share of the loss; the played move's 1 − it
+    # fp32, or bf16: each step's forward under bfloat16 autocast (step_autocast). Not a resume
+    # key, as the device is not: a run may resume at another precision (the card's commands
+    # show each invocation's).
+    precision: str = "fp32"
 
     def __post_init__(self) -> None:
+        check_precision(self.precision)
         if self.trunk_mode not in TRUNK_MODES:
             raise TrunkError(f"trunk mode {self.trunk_mode!r} is not one of {TRUNK_MODES!r}")
         if not self.trunk_lr_scale > 0:
@@ -148,7 +157,7 @@ class GoPolicyTrainConfig(TrainSettings):
         keys = super().resume_keys()
         # symmetries: how the exported model runs, so a finished run resumed with another
         # count re-exports the same weights
-        unused: tuple[str, ...] = ("symmetries",)
+        unused: tuple[str, ...] = ("symmetries", "precision")
         if not self.random_symmetries:  # checkpoints written before it existed still resume
             unused += ("random_symmetries",)
         if not self.teacher_symmetries:  # likewise for those written before the teacher
@@ -348,14 +357,15 @@ def policy_loss(
         else net.turned_features(*inputs, torch.from_numpy(symmetry).to(device))
     )
     ranks_on = torch.from_numpy(ranks).to(device)
-    logits = net.mover_logits(h, ranks_on)  # (B, 362)
+    logits = net.mover_logits(h, ranks_on).float()  # (B, 362); float32 under bf16 autocast
     mask, target = _legal_and_target(pool, rows, logits.shape[1], device)
     logp = masked_log_softmax(logits, mask)
     rows_on = torch.arange(len(rows), device=device)
     loss = -logp[rows_on, target].mean()
     if teacher is not None:
         with torch.no_grad():  # illegal moves: q = 0 against a finite (masked) log p
-            q = masked_log_softmax(teacher.mover_logits(teacher.features(*inputs), ranks_on), mask)
+            q_logits = teacher.mover_logits(teacher.features(*inputs), ranks_on).float()
+            q = masked_log_softmax(q_logits, mask)
         soft = -(q.exp() * logp).sum(dim=1).mean()
         loss = (1 - teacher_weight) * loss + teacher_weight * soft
     return loss, logp.argmax(dim=1) == target
@@ -641,17 +651,19 @@ def train(
         {GO_POLICY_RANKS[r] for r in np.unique(ranks[usable])}, key=GO_POLICY_RANKS.index
     )
     epoch_steps = config.epoch_steps or max(1, len(usable) // config.batch_size)
-    params = run_params(config, net, games_dir, epoch_steps=epoch_steps,
+    params = run_params(config, net, games_dir, epoch_steps=epoch_steps, precision=config.precision,
                         train_positions=len(usable), trained_ranks=",".join(trained))  # fmt: skip
+    autocast = step_autocast(module_device(net), config.precision)
 
     def step(rng: np.random.Generator) -> StepOutput:
         rows = np.sort(usable[rng.integers(0, len(usable), size=config.batch_size)])
         symmetry = (
             rng.integers(0, BOARD_SYMMETRIES, size=len(rows)) if config.random_symmetries else None
         )
-        loss, _ = policy_loss(
-            net, train_pool, rows, ranks[rows], symmetry, teacher, config.teacher_weight
-        )
+        with autocast:
+            loss, _ = policy_loss(
+                net, train_pool, rows, ranks[rows], symmetry, teacher, config.teacher_weight
+            )
         return StepOutput(loss, {}, len(rows))
 
     with tracking.tracked_run(
