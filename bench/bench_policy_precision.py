@@ -18,10 +18,7 @@ has ``avx512_bf16``); elsewhere oneDNN emulates it and it is slower than float32
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import replace
 from functools import partial
@@ -32,6 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from bench_chess_nets import median_seconds
 from train_real_games import go_games
 
 from pipeline.go_game import spec as go_spec
@@ -44,16 +42,6 @@ from pipeline.train.sscore_batches import build_pool
 POLICY = "kibitz-go-policy"
 SYMMETRIES = (1, 2, 8)
 CPU = torch.device("cpu")
-
-
-def median_seconds(run: Callable[[], object], repeats: int) -> float:
-    run()  # warm-up: allocators, oneDNN's kernels for the shape
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main(argv: list[str] | None = None) -> int:
