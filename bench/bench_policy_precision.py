@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import nullcontext
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -66,11 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     at = torch.from_numpy(ranks[rows])
     mask = legal_mask(pool.legal_offsets, pool.legal_index, rows, go_spec.POLICY_SIZE)
 
-    def context(precision: str):
-        return step_autocast(CPU, precision) if precision == "bf16" else nullcontext()
-
     def step(precision: str) -> float:
-        with context(precision):
+        with step_autocast(CPU, precision):
             loss, _ = policy_loss(student, pool, rows, ranks[rows])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -80,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     @torch.inference_mode()
     def teach(precision: str, n: int) -> torch.Tensor:
         teacher.config = replace(teacher.config, symmetries=n)
-        with context(precision):
+        with step_autocast(CPU, precision):
             logits = teacher.mover_logits(teacher.features(spatial, global_), at).float()
         return masked_log_softmax(logits, mask)
 
@@ -103,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     student.eval()
     with torch.no_grad():
         fp32, _ = policy_loss(student, pool, rows, ranks[rows])
-        with context("bf16"):
+        with step_autocast(CPU, "bf16"):
             bf16, _ = policy_loss(student, pool, rows, ranks[rows])
     print(f"\nloss: fp32 {fp32.item():.5f}, bf16 {bf16.item():.5f}, "
           f"relative change {abs(bf16.item() / fp32.item() - 1):.2e}")  # fmt: skip

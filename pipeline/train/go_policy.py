@@ -44,6 +44,7 @@ import numpy as np
 import torch
 
 from pipeline.core import tracking
+from pipeline.core.errors import KibitzError
 from pipeline.go_game import spec as go_spec
 from pipeline.nets.formats import GO_POLICY_FORMAT
 from pipeline.nets.go_rank_policy import (
@@ -84,6 +85,10 @@ EXPERIMENT = "kibitz-train-go-policy"
 # common rank in the ingested Fox selection (3k: 2,579 of the 3-5k group's 3,806 player
 # instances; 1k: 2,697 of 3,652 in 1-2k), whose parameters the training games determine best.
 GROUP_REPRESENTATIVE = {"3-5k": "3k", "1-2k": "1k", **{g: g for g in GO_RANK_GROUPS[2:]}}
+
+
+class TeacherError(KibitzError, ValueError):
+    """A self-distillation setting that cannot run: a user error, one line on the command line."""
 
 
 @dataclass(kw_only=True)
@@ -134,17 +139,17 @@ class GoPolicyTrainConfig(TrainSettings):
             )
         if self.teacher_symmetries:
             if self.teacher_symmetries not in SYMMETRY_COUNTS:
-                raise ValueError(
+                raise TeacherError(
                     f"teacher symmetries must be one of {SYMMETRY_COUNTS}, "
                     f"got {self.teacher_symmetries}"
                 )
             if not self.init_from:
-                raise ValueError(
+                raise TeacherError(
                     "--teacher-symmetries distils the --init-from policy over board symmetries:"
                     " name the policy with --init-from"
                 )
             if not 0 < self.teacher_weight <= 1:
-                raise ValueError(f"teacher weight must be in (0, 1], got {self.teacher_weight!r}")
+                raise TeacherError(f"teacher weight must be in (0, 1], got {self.teacher_weight!r}")
 
     def net_config(self) -> GoRankPolicyConfig:
         """The shape of Kibitz's own trunk and head (a KataGo trunk: :func:`katago_trunk_config`)."""
