@@ -227,6 +227,7 @@ def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(na
         ("kibitz-go-policy-sym", "policy"),
         ("kibitz-go-policy-cpu", "policy"),
         ("kibitz-go-policy-soup", "policy"),
+        ("kibitz-go-policy-distill", "policy"),
         ("kibitz-sscore-chess-levels", "sscore-levels"),
         ("kibitz-sscore-go-levels", "sscore-levels"),
     ],
