@@ -519,6 +519,21 @@ def test_the_soup_levels_config_changes_only_the_levels_and_leaves_out_their_hea
     assert replace(soup, imitation_nets=gpu.imitation_nets, strength_nets=gpu.strength_nets) == gpu
 
 
+def test_the_distill_levels_config_changes_the_levels_and_runs_their_own_head():
+    """#28's switch to ``kibitz-go-policy-distill`` (docs/train.md, "A student of eight
+    symmetries"): the GPU config with its 11 ranks under the preset's column names and the
+    levels s-score retrained on them, which still runs as a head on those levels, not as passes
+    of its own."""
+    distill, gpu = gpu_config_with_levels("extract-go-distill-levels.yaml", f"{GO_POLICY}-distill")
+    assert [n.name for n in distill.strength_nets] == [n.name for n in gpu.strength_nets]
+    assert [n.model for n in distill.strength_nets] == [SSCORE, f"{LEVELS}-distill"]
+    assert (
+        replace(distill, imitation_nets=gpu.imitation_nets, strength_nets=gpu.strength_nets) == gpu
+    )
+    step = GoNetStep(replace(distill, precision="fp32"))  # the GPU's FP16 needs CUDA
+    assert list(step.levels) == [LEVELS] and LEVELS not in step.bank.nets
+
+
 def test_a_gpu_config_runs_on_a_cpu_with_the_command_lines_overrides():
     """#28 item 4 on the CPU (docs/train.md): ``kibitz extract go --config
     bench/extract-go-gpu-levels.yaml --precision bf16 --batch-size 256`` keeps every setting of

@@ -263,26 +263,45 @@ def test_go_levels_model_scores_as_its_head_on_each_ranks_legal_policy(go_traine
     np.testing.assert_allclose(whole(feed)["sscore"][:, 0], direct, atol=1e-4)
 
 
+def go_levels_header(name: str, policy: str) -> dict:
+    """The header of the Go levels head ``name`` after checking that it is the shipped recipe
+    (command settings, games and seed) on ``policy``'s 11 ranks and KataGo g170, its groups'
+    means rising strictly on the evaluation games."""
+    header = yaml.safe_load((model_registry.resolve(name).file.parent / "model.yaml").read_text())
+    ranks = [level.split("@")[1] for level in GO_RANK_LEVELS]
+    assert header["net"]["levels"] == [*(f"{policy}@{r}" for r in ranks), KATAGO]
+    shas = {model_registry.model_sha256(n) for n in (policy, KATAGO)}
+    assert set(header["net"]["level_sha256"].values()) == shas
+    train = header["train"]
+    settings = ("max_train_games", "max_evaluation_games", "max_reference_games", "seed")
+    assert [train[k] for k in settings] == [6000, 1000, 600, 0]
+    assert header["quality"]["strictly_increasing"] and header["quality"]["spearman"] == 1.0
+    return header
+
+
 def test_the_shipped_go_levels_head_reads_the_default_policys_ranks():
     """``kibitz-sscore-go-levels`` (trained as ``kibitz-sscore-go-levels-gpu``, #28 item 3):
     the previous head's command, games and seed on the 11 ranks of today's ``kibitz-go-policy``
     (named in its header by the former name ``kibitz-go-policy-gpu``, which the registry
     resolves to the same file) and KataGo g170. Chen et al.'s protocol on the same 1,000
     evaluation games: above the head it replaced at every n, whose figures the registry keeps."""
-    entry = model_registry.resolve("kibitz-sscore-go-levels")
-    header = yaml.safe_load((entry.file.parent / "model.yaml").read_text())
-    ranks = [level.split("@")[1] for level in GO_RANK_LEVELS]
-    assert header["net"]["levels"] == [*(f"kibitz-go-policy-gpu@{r}" for r in ranks), KATAGO]
-    policy, kata = (model_registry.model_sha256(n) for n in ("kibitz-go-policy", KATAGO))
+    header = go_levels_header("kibitz-sscore-go-levels", "kibitz-go-policy-gpu")
+    policy = model_registry.model_sha256("kibitz-go-policy")
     assert model_registry.model_sha256("kibitz-go-policy-gpu") == policy
-    assert set(header["net"]["level_sha256"].values()) == {policy, kata}
-    train = header["train"]
-    settings = ("max_train_games", "max_evaluation_games", "max_reference_games", "seed")
-    assert [train[k] for k in settings] == [6000, 1000, 600, 0]
-    assert header["quality"]["strictly_increasing"] and header["quality"]["spearman"] == 1.0
     assert header["quality"]["accuracy"] == {1: 18.9, 5: 32.8, 10: 40.8, 15: 46.5, 20: 51.1}
+    entry = model_registry.resolve("kibitz-sscore-go-levels")
     (before,) = [line for line in entry.history if line.startswith("From 27 to 29 November")]
     assert "n = 1/5/10/15/20 of 18.7/31.4/40.0/45.7/49.6 %" in before
+
+
+def test_the_distill_go_levels_head_reads_the_students_ranks():
+    """``kibitz-sscore-go-levels-distill`` (#28's switch, docs/train.md): the shipped head's
+    command, games and seed on the 11 ranks of ``kibitz-go-policy-distill``. On the same 1,000
+    evaluation games, against the shipped head's 18.9/32.8/40.8/46.5/51.1 %: the same at n = 1
+    and 5, +0.3 … +0.9 points from n = 10 (±1 at n = 20: 94.7 against 93.9 %)."""
+    header = go_levels_header("kibitz-sscore-go-levels-distill", "kibitz-go-policy-distill")
+    assert header["quality"]["accuracy"] == {1: 18.8, 5: 32.8, 10: 41.1, 15: 47.3, 20: 52.0}
+    assert header["quality"]["accuracy_pm1"][20] == 94.7
 
 
 def test_a_level_must_name_a_rank_exactly_for_a_rank_conditioned_net():
