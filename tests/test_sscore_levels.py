@@ -297,8 +297,8 @@ def test_the_shipped_go_levels_head_reads_the_default_policys_ranks():
 def test_the_distill_go_levels_head_reads_the_students_ranks():
     """``kibitz-sscore-go-levels-distill`` (#28's switch, docs/train.md): the shipped head's
     command, games and seed on the 11 ranks of ``kibitz-go-policy-distill``. On the same 1,000
-    evaluation games, against the shipped head's 18.9/32.8/40.8/46.5/51.1 %: the same at n = 1
-    and 5, +0.3 … +0.9 points from n = 10 (±1 at n = 20: 94.7 against 93.9 %)."""
+    evaluation games, against the shipped head's 18.9/32.8/40.8/46.5/51.1 %: −0.1 and 0.0
+    points at n = 1 and 5, +0.3 … +0.9 from n = 10 (±1 at n = 20: 94.7 against 93.9 %)."""
     header = go_levels_header("kibitz-sscore-go-levels-distill", "kibitz-go-policy-distill")
     assert header["quality"]["accuracy"] == {1: 18.8, 5: 32.8, 10: 41.1, 15: 47.3, 20: 52.0}
     assert header["quality"]["accuracy_pm1"][20] == 94.7
