@@ -2,12 +2,13 @@
 Go extraction of real Fox games in process (encode, nets, assembly: what ``kibitz estimate``
 runs, and each Ray chunk of ``kibitz extract``) at both, with how far the features move.
 
-bfloat16 pays only where the CPU multiplies it natively, with AMX (``amx_bf16``: Intel Xeon of
-the 4th generation on); elsewhere oneDNN emulates it and it is slower than FP32. The second
-command measures that case on the same machine by capping oneDNN's instruction set::
+bfloat16 pays only where the CPU multiplies it natively, with AVX-512 BF16 (``avx512_bf16``:
+AMD Zen 4 on, this project's AMD EPYC among them) or AMX (``amx_bf16``: Intel Xeon of the 4th
+generation on); elsewhere oneDNN emulates it and it is slower than FP32. The second command
+measures that case on the same machine by capping oneDNN's instruction set::
 
     python bench/bench_cpu_precision.py [--games 8] [--repeats 3] [--threads 1] [--config C]
-    ONEDNN_MAX_CPU_ISA=AVX2 python bench/bench_cpu_precision.py --games 0   # a CPU without AMX
+    ONEDNN_MAX_CPU_ISA=AVX2 python bench/bench_cpu_precision.py --games 0   # a CPU without either
     python bench/bench_cpu_precision.py --compiled bf16 --batch-size 256   # eager against compiled
 
 ``--compiled P`` compares, in the extraction part, eager nets against compiled ones
@@ -113,7 +114,8 @@ def main() -> int:
     )
     print(
         f"torch {torch.__version__}, {args.threads} thread(s), batch {BATCH}; "
-        f"this CPU has AMX for bf16: {runs_natively('bf16', 'cpu')} (ONEDNN_MAX_CPU_ISA may cap it)"
+        f"this CPU multiplies bf16 natively: {runs_natively('bf16', 'cpu')} "
+        "(ONEDNN_MAX_CPU_ISA may cap it)"
     )
     print(f"\n{'net':<32}{'fp32 pos/s':>12}{'bf16 pos/s':>12}{'ratio':>8}")
     for model in models:

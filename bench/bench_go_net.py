@@ -2,9 +2,9 @@
 PyTorch vs ONNX Runtime on this CPU over a batch sweep, against a baseline measured in the same
 run: one position per call on PyTorch (how a GTP engine loop or a naive feature script queries
 a net). With CUDA (and TensorRT installed) the same sweep also runs on the GPU: PyTorch FP32,
-TensorRT FP32 and TensorRT FP16 (trunk FP16, heads FP32 as KataGo does). On a CPU with AMX a
-PyTorch BF16 row is added: how a GPU config runs here with ``--precision bf16``, and which
-batch to give it (``kibitz extract --batch-size``, docs/extract.md). The "compiled" rows run
+TensorRT FP32 and TensorRT FP16 (trunk FP16, heads FP32 as KataGo does). On a CPU that multiplies
+bfloat16 natively (AVX-512 BF16 or AMX) a PyTorch BF16 row is added: how a GPU config runs here
+with ``--precision bf16``, and which batch to give it (``kibitz extract --batch-size``, docs/extract.md). The "compiled" rows run
 the net through ``torch.compile`` (``kibitz extract --compile``): Inductor fuses each batch
 norm's scale, shift and activation into one pass, which eager PyTorch makes three passes over
 memory; the compile (tens of seconds) is the warm-up call, untimed.
@@ -122,7 +122,7 @@ def main() -> int:
         ("torch cpu fp32 compiled", {"backend": "torch", "compile": True}),
         ("onnxruntime cpu fp32", {"backend": "onnx", "cache_dir": cache}),
     ]
-    if runs_natively("bf16", "cpu"):  # an AMX CPU: the number format of a GPU config run here
+    if runs_natively("bf16", "cpu"):  # a bfloat16 CPU: the number format of a GPU config run here
         backends.append(("torch cpu bf16", {"backend": "torch", "precision": "bf16"}))
         backends.append(
             ("torch cpu bf16 compiled", {"backend": "torch", "precision": "bf16", "compile": True})

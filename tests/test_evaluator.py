@@ -126,11 +126,14 @@ def test_bf16_on_the_cpu_is_fp32_to_a_few_hundredths_on_real_positions(real_plan
 
 
 def test_a_precision_the_device_lacks_falls_back_to_fp32(monkeypatch):
-    """FP16 needs a GPU; BF16 a GPU or a CPU with AMX, without which it is emulated (slower
-    than FP32): what features extracted elsewhere are recomputed at on this machine."""
+    """FP16 needs a GPU; BF16 a GPU or a CPU with AVX-512 BF16 or AMX, without which it is
+    emulated (slower than FP32): what features extracted elsewhere are recomputed at here."""
     assert runnable_precision("fp32", "cpu") == "fp32"
     assert runnable_precision("fp16", "cpu") == "fp32"
     monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {"amx_bf16": True})
+    assert runs_natively("bf16", "cpu") and runnable_precision("bf16", "cpu") == "bf16"
+    avx512_bf16 = {"amx_bf16": False, "avx512_bf16": True}  # this project's AMD EPYC
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: avx512_bf16)
     assert runs_natively("bf16", "cpu") and runnable_precision("bf16", "cpu") == "bf16"
     monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {"amx_bf16": False, "avx2": True})
     assert not runs_natively("bf16", "cpu") and runnable_precision("bf16", "cpu") == "fp32"

@@ -109,7 +109,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--precision",
         choices=PRECISIONS,
-        help="override the config's number format (bf16: GPUs and CPUs with AMX, docs/extract.md)",
+        help="override the config's number format (bf16: GPUs and CPUs with AVX-512 BF16 or AMX, "
+        "docs/extract.md)",
     )
     parser.add_argument(
         "--batch-size",

@@ -97,7 +97,8 @@ class ExtractConfig:
     value: ValueConfig = field(default_factory=ValueConfig)
     expected_loss: ExpectedLossConfig = field(default_factory=ExpectedLossConfig)
     backend: str = "torch"  # "torch" | "onnx" (ONNX Runtime) | "tensorrt" (NVIDIA GPUs)
-    # "fp16": GPUs; "bf16": GPUs and CPUs with AMX (pipeline.nets.evaluator.runs_natively)
+    # "fp16": GPUs; "bf16": GPUs and CPUs with AVX-512 BF16 or AMX
+    # (pipeline.nets.evaluator.runs_natively)
     precision: str = "fp32"
     # torch backend: run each net through torch.compile (Inductor fuses the bias, activation,
     # mask and SE arithmetic around the convolutions): 1.47x Maia and 2.49x KataGo b6c96 against

@@ -103,7 +103,7 @@ class Estimate:
     rank_groups: list[str]  # every group, weakest first
     n_trained: list[int]  # the n the meta-models were trained at
     # The nets' number format here and in the training features' extraction: they differ where
-    # this machine lacks the training's arithmetic (FP16 of a GPU, BF16 of an AMX CPU), and
+    # this machine lacks the training's arithmetic (FP16 of a GPU, BF16 of a bfloat16 CPU), and
     # the nets then run FP32 (pipeline.nets.evaluator.runnable_precision; docs/meta.md).
     precision: str
     precision_trained: str
@@ -225,7 +225,7 @@ def extraction_config(
     """The training features' extraction config (so the columns match): the copy in the
     manifest, else (manifests written before it) the features folder's, else the preset; its
     precision the nearest this machine runs natively (FP32 for FP16 without a GPU, for BF16
-    without AMX or a GPU), and without a GPU its batch at most ``CPU_BATCH``, so a model fitted
+    without AVX-512 BF16, AMX or a GPU), and without a GPU its batch at most ``CPU_BATCH``, so a model fitted
     on a GPU's features estimates on a laptop (a GPU batch of 4,096 took 6.1 GB there); the
     saved config's nets run uncompiled (``config_path``'s run as it says)."""
     if config_path is not None:

@@ -5,6 +5,6 @@ Kept apart from ``pipeline.nets.evaluator`` so that parsing options never import
 """
 
 BACKENDS = ("torch", "onnx", "tensorrt")
-# Weights and activations: FP32 anywhere, FP16 on GPUs, bfloat16 on GPUs and AMX CPUs
-# (pipeline.nets.evaluator.runs_natively).
+# Weights and activations: FP32 anywhere, FP16 on GPUs, bfloat16 on GPUs and on CPUs
+# with AVX-512 BF16 or AMX (pipeline.nets.evaluator.runs_natively).
 PRECISIONS = ("fp32", "fp16", "bf16")

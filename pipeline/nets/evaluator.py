@@ -38,16 +38,20 @@ DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 def runs_natively(precision: str, device: str) -> bool:
     """Whether ``device`` has arithmetic for ``precision``, so running at it is not slower
-    than FP32. FP16 needs a GPU. BF16 needs a GPU with bfloat16 units or a CPU with AMX
-    (``amx_bf16``: Intel Xeon of the 4th generation on): elsewhere oneDNN emulates it, and
-    KataGo g170 ran at 0.21× FP32's rate capped to AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2 python
-    bench/bench_cpu_precision.py --games 0``, docs/extract.md).
+    than FP32. FP16 needs a GPU. BF16 needs a GPU with bfloat16 units or a CPU that multiplies
+    bfloat16 in hardware: AVX-512 BF16 (``avx512_bf16``: AMD Zen 4 on, Intel Cooper Lake) or
+    AMX (``amx_bf16``: Intel Xeon of the 4th generation on). On this project's AMD EPYC
+    (``avx512_bf16``, no AMX) the Go preset's extraction ran 2.72x FP32's rate at BF16
+    (``python bench/bench_cpu_precision.py --games 3 --threads 2``, docs/extract.md).
+    Elsewhere oneDNN emulates it: KataGo g170 ran at 0.21x FP32's rate capped to AVX2
+    (``ONEDNN_MAX_CPU_ISA=AVX2 python bench/bench_cpu_precision.py --games 0``).
     """
     if precision == "fp32":
         return True
     if device.startswith("cuda"):
         return torch.cuda.is_available() and (precision == "fp16" or torch.cuda.is_bf16_supported())
-    return precision == "bf16" and bool(torch.cpu.get_capabilities().get("amx_bf16"))
+    capabilities = torch.cpu.get_capabilities()
+    return precision == "bf16" and any(capabilities.get(k) for k in ("avx512_bf16", "amx_bf16"))
 
 
 def default_device() -> str:
@@ -57,7 +61,7 @@ def default_device() -> str:
 
 def runnable_precision(precision: str, device: str | None = None) -> str:
     """``precision`` where ``device`` (default: :func:`default_device`) runs it natively, else
-    FP32: how features extracted on a GPU (FP16) or an AMX CPU (BF16) are computed again on a
+    FP32: how features extracted on a GPU (FP16) or a bfloat16 CPU (BF16) are computed again on a
     machine without that arithmetic, e.g. for ``kibitz estimate`` on a laptop."""
     return precision if runs_natively(precision, device or default_device()) else "fp32"
 
@@ -119,8 +123,8 @@ class TorchEvaluator:
     On a GPU, ``fp32`` means FP32: PyTorch lets cuDNN and cuBLAS round FP32 to TF32 by default,
     which moved Maia logits by up to 2.6e-2 from lc0's on an H100 (bench/bench_gpu_nets.py),
     so this evaluator switches TF32 off for the process. ``fp16`` runs weights and activations
-    in FP16 (GPU only), ``bf16`` in bfloat16 (GPU, or a CPU with AMX: :func:`runs_natively`);
-    outputs come back as float32 either way. Inputs may be numpy arrays or tensors already on
+    in FP16 (GPU only), ``bf16`` in bfloat16 (GPU, or a CPU with AVX-512 BF16 or AMX:
+    :func:`runs_natively`); outputs come back as float32 either way. Inputs may be numpy arrays or tensors already on
     the device.
 
     ``cuda_graphs`` (with ``compile``, on a GPU) compiles with Inductor's ``reduce-overhead``
