@@ -490,17 +490,18 @@ def gpu_config_with_levels(name: str, policy: str) -> tuple[ExtractConfig, Extra
 
 
 def test_the_gpu_levels_config_changes_only_the_levels_and_runs_only_their_head():
-    """Issue #28 item 3's candidate levels, the config the shipped kibitz-meta-go's features were
-    extracted with: the GPU config with the ranks of kibitz-go-policy and its levels s-score named
-    as they were then (kibitz-go-policy-gpu, kibitz-sscore-go-levels-gpu: the registry's former
-    names of the same files), so its hash stays the one the shipped aggregates record; the
-    columns keep the preset's names, and the levels s-score still runs as a head on the levels,
-    not as passes of its own."""
+    """Issue #28 item 3's first candidate levels, the config the shipped kibitz-meta-go's
+    features were extracted with: the GPU config with the ranks of kibitz-go-policy-gpu and the
+    levels s-score on them, kibitz-sscore-go-levels-gpu (the default and its head on 29
+    November 2026, shipped on under these names since their successors took the default's);
+    the columns keep the preset's names, and the levels s-score still runs as a head on the
+    levels, not as passes of its own."""
     new, shipped = gpu_config_with_levels("extract-go-gpu-levels.yaml", f"{GO_POLICY}-gpu")
     assert [n.name for n in new.strength_nets] == [n.name for n in shipped.strength_nets]
     assert [n.model for n in new.strength_nets] == [SSCORE, f"{LEVELS}-gpu"]
-    for name in (GO_POLICY, LEVELS):  # the same files as the preset's
-        assert model_registry.model_sha256(f"{name}-gpu") == model_registry.model_sha256(name)
+    for name in (GO_POLICY, LEVELS):  # shipped under their own names, other files than today's
+        assert model_registry.resolve(f"{name}-gpu").name == f"{name}-gpu"
+        assert model_registry.model_sha256(f"{name}-gpu") != model_registry.model_sha256(name)
     assert (
         replace(new, imitation_nets=shipped.imitation_nets, strength_nets=shipped.strength_nets)
         == shipped
@@ -520,13 +521,18 @@ def test_the_soup_levels_config_changes_only_the_levels_and_leaves_out_their_hea
 
 
 def test_the_distill_levels_config_changes_the_levels_and_runs_their_own_head():
-    """#28's switch to ``kibitz-go-policy-distill`` (docs/train.md, "A student of eight
-    symmetries"): the GPU config with its 11 ranks under the preset's column names and the
-    levels s-score retrained on them, which still runs as a head on those levels, not as passes
-    of its own."""
+    """#28's switch to the student of eight symmetries (docs/train.md, "A student of eight
+    symmetries"), the config both Fox splits are extracted with for the refit of kibitz-meta-go:
+    the GPU config with its 11 ranks and the levels s-score retrained on them under the names
+    they were registered as (kibitz-go-policy-distill, kibitz-sscore-go-levels-distill: the
+    registry's former names of today's defaults, so the runs started under them keep their
+    hash), the preset's column names, and the head still run on those levels, not as passes of
+    its own."""
     distill, gpu = gpu_config_with_levels("extract-go-distill-levels.yaml", f"{GO_POLICY}-distill")
     assert [n.name for n in distill.strength_nets] == [n.name for n in gpu.strength_nets]
     assert [n.model for n in distill.strength_nets] == [SSCORE, f"{LEVELS}-distill"]
+    for name in (GO_POLICY, LEVELS):  # the same files as the preset's
+        assert model_registry.model_sha256(f"{name}-distill") == model_registry.model_sha256(name)
     assert (
         replace(distill, imitation_nets=gpu.imitation_nets, strength_nets=gpu.strength_nets) == gpu
     )

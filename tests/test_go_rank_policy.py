@@ -44,15 +44,16 @@ NEXT_POLICY = "kibitz-go-policy-next"  # kibitz-go-policy-cpu trained further (d
 # (--init-from A,B) and the rank layers refit (docs/train.md)
 SYM_POLICY = "kibitz-go-policy-sym"
 # kibitz-go-policy-sym trained further on a GPU (512,000 positions), the rank layers refit: the
-# default since 29 November 2026 (trained as kibitz-go-policy-gpu)
-GPU_POLICY = "kibitz-go-policy"
+# default on 29 November 2026 (as kibitz-go-policy), shipped on under the name it was trained as
+GPU_POLICY = "kibitz-go-policy-gpu"
 # kibitz-go-policy-sym on the trunk policies' moves (3,704; the GPU policy's docstring): what
 # the GPU run must beat
 SYM_ON_HELD_OUT = (51.38, -1.6832)  # own-rank matching %, mean log-likelihood
-# the mean of kibitz-go-policy-sym and kibitz-go-policy, the rank layers refit (docs/train.md)
+# the mean of kibitz-go-policy-sym and kibitz-go-policy-gpu, the rank layers refit (docs/train.md)
 SOUP_POLICY = "kibitz-go-policy-soup"
-# kibitz-go-policy trained further as the student of its own 8-symmetry average (docs/train.md)
-DISTILL_POLICY = "kibitz-go-policy-distill"
+# kibitz-go-policy-gpu trained further as the student of its own 8-symmetry average: the default
+# (registered as kibitz-go-policy-distill; docs/train.md)
+DISTILL_POLICY = "kibitz-go-policy"
 KATAGO_TRUNK = "katago-g170-b6c96"
 SMALL_POLICY = "kibitz-go-policy-4x32"
 
@@ -232,11 +233,9 @@ def test_symmetric_policy_is_the_mean_of_two_schedules_refit():
     assert header["trunk"]["sha256"] == model_registry.resolve(KATAGO_TRUNK).sha256
 
 
-def test_default_policy_continues_the_symmetric_one_and_reads_moves_better(
-    trunk_pool, cpu_on_held_out
-):
-    """``kibitz-go-policy`` (trained as ``kibitz-go-policy-gpu``): ``kibitz-go-policy-sym``
-    trained further on an H200 (2,000 steps of 256, 1,705,664 training positions in all), then
+def test_gpu_policy_continues_the_symmetric_one_and_reads_moves_better(trunk_pool, cpu_on_held_out):
+    """``kibitz-go-policy-gpu`` (the default, as ``kibitz-go-policy``, on 29 November 2026):
+    ``kibitz-go-policy-sym`` trained further on an H200 (2,000 steps of 256, 1,705,664 training positions in all), then
     its rank layers refit on the CPU; it predicts the quality test's held-out moves better than
     ``kibitz-go-policy-cpu`` and than ``kibitz-go-policy-sym``.
 
@@ -266,17 +265,17 @@ def test_default_policy_continues_the_symmetric_one_and_reads_moves_better(
     assert acc_new > SYM_ON_HELD_OUT[0] and ll_new - SYM_ON_HELD_OUT[1] > 0.005
 
 
-def test_soup_policy_is_the_mean_of_the_symmetric_and_the_default_refit():
-    """``kibitz-go-policy-soup``: the mean of ``kibitz-go-policy-sym``'s and today's
-    ``kibitz-go-policy``'s weights (the start and the end of one GPU schedule), its rank layers
+def test_soup_policy_is_the_mean_of_the_symmetric_and_the_gpu_policy_refit():
+    """``kibitz-go-policy-soup``: the mean of ``kibitz-go-policy-sym``'s and
+    ``kibitz-go-policy-gpu``'s weights (the start and the end of one GPU schedule), its rank layers
     refit on the CPU (#28 items 1 and 2; docs/train.md, "The mean of -sym and the default").
 
     On bench/go_policy_held_out.py's 67,520 moves (``--positions 16``): 52.18 % own-rank
-    matching, −1.6794 (the default 52.09 %, −1.6801), the own group best in 11 of 11 columns and
-    every column falling strictly (the default: 10 of 11); on the next 16 moves of each instance
-    (``--skip 16``, 67,353 moves) 51.56 %, −1.6979 (the default 51.64 %, −1.6989), 11 of 11
-    again; on all 430,160 held-out moves 51.99 %, −1.6840 (the default 51.96 %, −1.6850), 11 of
-    11 (so is the default). The 7d column, which the default gave to 6d's conditioning on both
+    matching, −1.6794 (``-gpu`` 52.09 %, −1.6801), the own group best in 11 of 11 columns and
+    every column falling strictly (``-gpu``: 10 of 11); on the next 16 moves of each instance
+    (``--skip 16``, 67,353 moves) 51.56 %, −1.6979 (``-gpu`` 51.64 %, −1.6989), 11 of 11
+    again; on all 430,160 held-out moves 51.99 %, −1.6840 (``-gpu`` 51.96 %, −1.6850), 11 of
+    11 (so is ``-gpu``). The 7d column, which ``-gpu`` gave to 6d's conditioning on both
     samples, is its own best by +0.0 ± 1.3 and +0.5 ± 1.2 millinats a move."""
     header, _ = read_model_file(model_registry.resolve(SOUP_POLICY).file)
     train = header["train"]
@@ -289,17 +288,21 @@ def test_soup_policy_is_the_mean_of_the_symmetric_and_the_default_refit():
     assert header["trunk"]["sha256"] == model_registry.resolve(KATAGO_TRUNK).sha256
 
 
-def test_distilled_policy_is_the_default_taught_by_its_eight_symmetries():
-    """``kibitz-go-policy-distill``: today's ``kibitz-go-policy`` trained further (trunk and head,
-    1,072 steps of 128 positions at bfloat16) with 70 % of its loss the default's own policy
-    averaged over the eight board symmetries at the mover's rank, 30 % the played move (#28
-    item 1; docs/train.md, "A student of eight symmetries").
+def test_default_policy_is_the_gpu_policy_taught_by_its_eight_symmetries():
+    """``kibitz-go-policy``, the default (registered as ``kibitz-go-policy-distill``, a name
+    that still resolves to it): ``kibitz-go-policy-gpu`` trained further (trunk and head, 1,072
+    steps of 128 positions at bfloat16) with 70 % of its loss that net's own policy averaged
+    over the eight board symmetries at the mover's rank, 30 % the played move (#28 item 1;
+    docs/train.md, "A student of eight symmetries").
 
     On all 430,160 held-out moves (bench/go_policy_held_out.py, no ``--positions``): 52.08 ±
-    0.09 % own-rank matching, −1.6792 (the default 51.96 %, −1.6850), the own group the best
-    conditioning in 11 of 11 pooled columns, each falling strictly; on the two samples of 16
-    moves per instance +0.15 ± 0.06 and +0.06 ± 0.06 points over the default, paired."""
-    header, _ = read_model_file(model_registry.resolve(DISTILL_POLICY).file)
+    0.09 % own-rank matching, −1.6792 (``kibitz-go-policy-gpu`` 51.96 %, −1.6850), the own
+    group the best conditioning in 11 of 11 pooled columns, each falling strictly; on the two
+    samples of 16 moves per instance +0.15 ± 0.06 and +0.06 ± 0.06 points over its start,
+    paired."""
+    entry = model_registry.resolve(DISTILL_POLICY)
+    assert model_registry.resolve("kibitz-go-policy-distill") == entry
+    header, _ = read_model_file(entry.file)
     train = header["train"]
     start = train["init_from_model"]
     assert start["sha256"] == model_registry.resolve(GPU_POLICY).sha256

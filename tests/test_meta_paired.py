@@ -1,9 +1,9 @@
 """Two extractions of the same games compared through their meta-models (pipeline/meta/paired.py,
 bench/meta_compare.py): the pairing on real aggregates, and #28's measured finding that the Go
-skill levels of the g170-trunk `kibitz-go-policy` raise rank-group accuracy over those of the
-4 × 32 net it replaced (`kibitz-go-policy-4x32`), on the same 2,890 games extracted with each
-(bench/aggregates/go-4x32-levels, go-g170-levels: both FP32), and that the levels of today's
-`kibitz-go-policy` (trained as `kibitz-go-policy-gpu`) raise it again over those of the g170-trunk
+skill levels of the g170-trunk policies raise rank-group accuracy over those of the
+4 × 32 net they replaced (`kibitz-go-policy-4x32`), on the same 2,890 games extracted with each
+(bench/aggregates/go-4x32-levels, go-g170-levels: both FP32), and that the levels of
+`kibitz-go-policy-gpu` (the default on 29 November 2026) raise it again over those of the g170-trunk
 net it replaced (`kibitz-go-policy-cpu`; bench/aggregates/go-g170-levels-testing, the whole
 testing split the models shipped before were fitted on): on 2,890 of those games
 (bench/aggregates/go-gpu-levels) and on the whole split (the shipped kibitz-meta-go's)."""
@@ -26,7 +26,7 @@ G4X32_LEVELS, G170_LEVELS = AGGREGATES / "go-4x32-levels", AGGREGATES / "go-g170
 # kibitz-go-policy-cpu's levels, the whole testing split at BF16 on an H100: the models shipped
 # from 27 to 29 November 2026 were fitted on it
 G170_LEVELS_TESTING = AGGREGATES / "go-g170-levels-testing"
-GPU_LEVELS = AGGREGATES / "go-gpu-levels"  # kibitz-go-policy's levels, 2,890 games, BF16 on a CPU
+GPU_LEVELS = AGGREGATES / "go-gpu-levels"  # kibitz-go-policy-gpu's, 2,890 games, BF16 on a CPU
 # the same levels, the whole split compiled at BF16 on a CPU: the shipped models' instances
 SHIPPED = Path(__file__).resolve().parents[1] / "models/kibitz-meta-go/aggregates"
 
@@ -120,10 +120,10 @@ GPU_LEVELS_CASES = {
 
 
 @pytest.mark.parametrize("case", GPU_LEVELS_CASES)
-def test_the_default_policys_levels_raise_go_accuracy_over_the_ones_before(case: str):
+def test_the_gpu_policys_levels_raise_go_accuracy_over_the_ones_before(case: str):
     """#28 items 3 and 4 (docs/train.md, "Item 4 on the CPU" and "The whole testing split"): the
     instances the models shipped before were fitted on (kibitz-go-policy-cpu's levels, BF16 on a
-    GPU) against the same games re-extracted on this CPU with today's kibitz-go-policy's levels
+    GPU) against the same games re-extracted on this CPU with kibitz-go-policy-gpu's levels
     and their levels s-score: 2,890 games eager (bench/aggregates/go-gpu-levels) and all 9,900
     testing games compiled (the shipped models' own; the side before's full 71.93 is the card's
     71.9 of the models shipped before). Every set that reads the levels gains at n = 20 on the

@@ -112,8 +112,8 @@ def test_a_names_history_outlives_a_new_registration_and_is_in_the_card(tmp_path
     """A default replaced under its name keeps the name's past: ``write_entry`` carries the
     old entry's ``history`` over, and the model's card prints it with the name it was trained
     under and the names it went by (Go policies renamed when a better one took the default's
-    name: kibitz-go-policy-cpu, trained as kibitz-go-policy-g170; kibitz-go-policy, trained as
-    kibitz-go-policy-gpu)."""
+    name: kibitz-go-policy-cpu, trained as kibitz-go-policy-g170; kibitz-go-policy-gpu, the
+    default on 29 November 2026; kibitz-go-policy, registered as kibitz-go-policy-distill)."""
     from pipeline.train.model_cards import render_card
 
     old = {**user_entry("net-a", "a.pb.gz", "ab" * 32), "history": ["Was a 4 × 32 net."]}
@@ -135,8 +135,36 @@ def test_a_names_history_outlives_a_new_registration_and_is_in_the_card(tmp_path
     assert "Registered as `kibitz-go-policy-g170` by the command above" in cpu
     assert "Went by" not in cpu  # the name it was registered under is said once
     default = history("kibitz-go-policy")
-    assert "- Went by `kibitz-go-policy-gpu` before a rename; the registry resolves" in default
+    assert "- Went by `kibitz-go-policy-distill` before a rename; the registry resolves" in default
     assert "`kibitz-go-policy-4x32`" in default and "`kibitz-go-policy-cpu`" in default
+    assert "shipped on as `kibitz-go-policy-gpu`" in default
+    assert "- Shipped as `kibitz-go-policy`, the Go default's levels" in history(
+        "kibitz-go-policy-gpu"
+    )
+
+
+def test_a_card_gives_the_start_of_a_run_by_its_present_name() -> None:
+    """``--init-from NAME`` resolved a name that may since stand for other weights: the default
+    was trained from the net that was ``kibitz-go-policy`` then, ``kibitz-go-policy-gpu`` now.
+    Its card gives that start's present name beside the sha256 the header recorded; a start
+    still under its own name (``kibitz-go-policy-sym``, in the soup's mean) gets no note."""
+    from pipeline.train.model_cards import render_card
+
+    def card(name: str) -> str:
+        folder = model_registry.resolve(name).file.parent
+        return render_card(yaml.safe_load((folder / "model.yaml").read_text()), name)
+
+    gpu, sym = (
+        model_registry.resolve(n).sha256 for n in ("kibitz-go-policy-gpu", "kibitz-go-policy-sym")
+    )
+    renamed = (
+        f"`kibitz-go-policy` (sha256 `{gpu}`, now the registry's `kibitz-go-policy-gpu`: 400 steps"
+    )
+    assert f"Started from the weights of {renamed}" in card("kibitz-go-policy")
+    kept = f"`kibitz-go-policy-sym` (sha256 `{sym}`, 1,193,664 training positions)"
+    assert f"Started from the mean of the weights of {kept} and {renamed}" in card(
+        "kibitz-go-policy-soup"
+    )
 
 
 def test_load_net_by_name_and_path() -> None:

@@ -227,10 +227,10 @@ def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(na
         ("kibitz-go-policy-sym", "policy"),
         ("kibitz-go-policy-cpu", "policy"),
         ("kibitz-go-policy-soup", "policy"),
-        ("kibitz-go-policy-distill", "policy"),
+        ("kibitz-go-policy-gpu", "policy"),
         ("kibitz-sscore-chess-levels", "sscore-levels"),
         ("kibitz-sscore-go-levels", "sscore-levels"),
-        ("kibitz-sscore-go-levels-distill", "sscore-levels"),
+        ("kibitz-sscore-go-levels-gpu", "sscore-levels"),
     ],
 )
 def test_shipped_model_cards_are_rendered_from_the_headers(name, kind):

@@ -280,28 +280,33 @@ def go_levels_header(name: str, policy: str) -> dict:
 
 
 def test_the_shipped_go_levels_head_reads_the_default_policys_ranks():
-    """``kibitz-sscore-go-levels`` (trained as ``kibitz-sscore-go-levels-gpu``, #28 item 3):
-    the previous head's command, games and seed on the 11 ranks of today's ``kibitz-go-policy``
-    (named in its header by the former name ``kibitz-go-policy-gpu``, which the registry
-    resolves to the same file) and KataGo g170. Chen et al.'s protocol on the same 1,000
-    evaluation games: above the head it replaced at every n, whose figures the registry keeps."""
-    header = go_levels_header("kibitz-sscore-go-levels", "kibitz-go-policy-gpu")
+    """``kibitz-sscore-go-levels`` (trained as ``kibitz-sscore-go-levels-distill``, #28's switch,
+    docs/train.md): the previous head's command, games and seed on the 11 ranks of today's
+    ``kibitz-go-policy`` (named in its header by the former name ``kibitz-go-policy-distill``,
+    which the registry resolves to the same file) and KataGo g170. On the same 1,000 evaluation
+    games, against the head it replaced (18.9/32.8/40.8/46.5/51.1 %, shipped on as
+    ``kibitz-sscore-go-levels-gpu``): −0.1 and 0.0 points at n = 1 and 5, +0.3 … +0.9 from
+    n = 10 (±1 at n = 20: 94.7 against 93.9 %). The registry keeps the replaced heads' figures."""
+    header = go_levels_header("kibitz-sscore-go-levels", "kibitz-go-policy-distill")
     policy = model_registry.model_sha256("kibitz-go-policy")
-    assert model_registry.model_sha256("kibitz-go-policy-gpu") == policy
-    assert header["quality"]["accuracy"] == {1: 18.9, 5: 32.8, 10: 40.8, 15: 46.5, 20: 51.1}
-    entry = model_registry.resolve("kibitz-sscore-go-levels")
-    (before,) = [line for line in entry.history if line.startswith("From 27 to 29 November")]
-    assert "n = 1/5/10/15/20 of 18.7/31.4/40.0/45.7/49.6 %" in before
-
-
-def test_the_distill_go_levels_head_reads_the_students_ranks():
-    """``kibitz-sscore-go-levels-distill`` (#28's switch, docs/train.md): the shipped head's
-    command, games and seed on the 11 ranks of ``kibitz-go-policy-distill``. On the same 1,000
-    evaluation games, against the shipped head's 18.9/32.8/40.8/46.5/51.1 %: −0.1 and 0.0
-    points at n = 1 and 5, +0.3 … +0.9 from n = 10 (±1 at n = 20: 94.7 against 93.9 %)."""
-    header = go_levels_header("kibitz-sscore-go-levels-distill", "kibitz-go-policy-distill")
+    assert model_registry.model_sha256("kibitz-go-policy-distill") == policy
     assert header["quality"]["accuracy"] == {1: 18.8, 5: 32.8, 10: 41.1, 15: 47.3, 20: 52.0}
     assert header["quality"]["accuracy_pm1"][20] == 94.7
+    history = model_registry.resolve("kibitz-sscore-go-levels").history
+    (cpu,) = [line for line in history if line.startswith("From 27 to 29 November")]
+    assert "n = 1/5/10/15/20 of 18.7/31.4/40.0/45.7/49.6 %" in cpu
+    gpu = history[-1]  # the head this one replaced
+    assert "`kibitz-sscore-go-levels-gpu`" in gpu and "18.9/32.8/40.8/46.5/51.1" in gpu
+
+
+def test_the_gpu_go_levels_head_reads_the_gpu_policys_ranks():
+    """``kibitz-sscore-go-levels-gpu`` (the shipped head on 29 November 2026, as
+    ``kibitz-sscore-go-levels``): the same recipe on the 11 ranks of ``kibitz-go-policy-gpu``,
+    shipped on because the features ``kibitz-meta-go`` was fitted on name it
+    (bench/extract-go-gpu-levels.yaml)."""
+    header = go_levels_header("kibitz-sscore-go-levels-gpu", "kibitz-go-policy-gpu")
+    assert header["quality"]["accuracy"] == {1: 18.9, 5: 32.8, 10: 40.8, 15: 46.5, 20: 51.1}
+    assert header["quality"]["accuracy_pm1"][20] == 93.9
 
 
 def test_a_level_must_name_a_rank_exactly_for_a_rank_conditioned_net():

@@ -1,8 +1,8 @@
 #!/bin/bash
 # One GPU call for issue #28 item 1: kibitz-go-policy (KataGo g170's trunk with the rank head:
 # trained on CPUs, then 2,000 steps of 256 on an H200 on 28 November as kibitz-go-policy-gpu,
-# rank layers refit; 1,705,664 training positions in all, docs/train.md) trained further on the
-# GPU, trunk and head together, then scored held out against the net it started from on the
+# rank layers refit, then on a CPU as the student of its own eight symmetries; 1,945,280
+# training positions in all, docs/train.md) trained further on the GPU, trunk and head together, then scored held out against the net it started from on the
 # same moves (bench/go_policy_held_out.py --against, 16 moves per player instance of the testing
 # evaluation split and of candidating/: at 4 a column's own-group margin was within its noise;
 # the gain paired, since each net's own figure carries ± 0.20 points there and the gain's

@@ -73,6 +73,17 @@ def _parameters(net: dict[str, Any]) -> int:
     return sum(p.numel() for p in build_sscore_net(net).parameters())
 
 
+def _renamed_since(start: dict[str, Any]) -> str:
+    """What follows a start's sha256: ", now the registry's `NAME`" when the registry names
+    the weights a run started from (``model``, by sha256) otherwise than the run did: a file
+    registered since, or a default renamed since, whose old name now stands for other weights
+    (the commands' ``--init-from OLD`` would no longer find them)."""
+    from pipeline.nets.registry import list_models
+
+    names = [e.name for e in list_models() if e.sha256 == start["sha256"]]
+    return f", now the registry's `{names[0]}`" if names and start["model"] not in names else ""
+
+
 def _made(header: dict[str, Any]) -> list[str]:
     train = header["train"]
     ingest = _ingest_command(header["game"], train.get("games"), train["games_dir"])
@@ -86,14 +97,16 @@ def _made(header: dict[str, Any]) -> list[str]:
     init = train.get("init_from_model")
     if init:
         others = [
-            f"`{o['model']}` (sha256 `{o['sha256']}`, {o['positions']:,} training positions)"
+            f"`{o['model']}` (sha256 `{o['sha256']}`{_renamed_since(o)}, "
+            f"{o['positions']:,} training positions)"
             for o in init.get("averaged_with", [])
         ]  # --init-from A,B: the run started from the mean of their weights
         start = (
             f"the mean of the weights of {', '.join(others)} and" if others else "the weights of"
         )
         lines += [
-            f"Started from {start} `{init['model']}` (sha256 `{init['sha256']}`: "
+            f"Started from {start} `{init['model']}` (sha256 `{init['sha256']}`"
+            f"{_renamed_since(init)}: "
             f"{init['steps']} steps, {init['train_seconds'] / 60:.1f} min, "
             f"{init['positions']:,} training positions), made by:",
             "",
