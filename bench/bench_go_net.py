@@ -2,12 +2,13 @@
 PyTorch vs ONNX Runtime on this CPU over a batch sweep, against a baseline measured in the same
 run: one position per call on PyTorch (how a GTP engine loop or a naive feature script queries
 a net). With CUDA (and TensorRT installed) the same sweep also runs on the GPU: PyTorch FP32,
-TensorRT FP32 and TensorRT FP16 (trunk FP16, heads FP32 as KataGo does). On a CPU that multiplies
-bfloat16 natively (AVX-512 BF16 or AMX) a PyTorch BF16 row is added: how a GPU config runs here
-with ``--precision bf16``, and which batch to give it (``kibitz extract --batch-size``, docs/extract.md). The "compiled" rows run
-the net through ``torch.compile`` (``kibitz extract --compile``): Inductor fuses each batch
-norm's scale, shift and activation into one pass, which eager PyTorch makes three passes over
-memory; the compile (tens of seconds) is the warm-up call, untimed.
+TensorRT FP32 and TensorRT FP16 (trunk FP16, heads FP32 as KataGo does). On a CPU that
+multiplies bfloat16 natively (AVX-512 BF16 or AMX) a PyTorch BF16 row is added: how a GPU config
+runs here with ``--precision bf16``, and which batch to give it (``kibitz extract --batch-size``,
+docs/extract.md). The "compiled" rows run the net through ``torch.compile`` (``kibitz extract
+--compile``): Inductor fuses each batch norm's scale, shift and activation into one pass, which
+eager PyTorch makes three passes over memory; the compile (tens of seconds) is the warm-up call,
+untimed.
 
 Inputs are KataGo's own input tensors for real Fox positions (``../shared/reference``), tiled
 to each batch size. Prints the median over ``--repeats`` timed calls (after one warm-up call)

@@ -235,9 +235,9 @@ def test_symmetric_policy_is_the_mean_of_two_schedules_refit():
 
 def test_gpu_policy_continues_the_symmetric_one_and_reads_moves_better(trunk_pool, cpu_on_held_out):
     """``kibitz-go-policy-gpu`` (the default, as ``kibitz-go-policy``, on 29 November 2026):
-    ``kibitz-go-policy-sym`` trained further on an H200 (2,000 steps of 256, 1,705,664 training positions in all), then
-    its rank layers refit on the CPU; it predicts the quality test's held-out moves better than
-    ``kibitz-go-policy-cpu`` and than ``kibitz-go-policy-sym``.
+    ``kibitz-go-policy-sym`` trained further on an H200 (2,000 steps of 256, 1,705,664 training
+    positions in all), then its rank layers refit on the CPU; it predicts the quality test's
+    held-out moves better than ``kibitz-go-policy-cpu`` and than ``kibitz-go-policy-sym``.
 
     On bench/go_policy_held_out.py's 67,520 moves (``--positions 16``): 52.09 % own-rank
     matching, −1.6801 (``kibitz-go-policy-sym`` 51.86 %, −1.6897), the own group best in 10 of

@@ -225,9 +225,9 @@ def extraction_config(
     """The training features' extraction config (so the columns match): the copy in the
     manifest, else (manifests written before it) the features folder's, else the preset; its
     precision the nearest this machine runs natively (FP32 for FP16 without a GPU, for BF16
-    without AVX-512 BF16, AMX or a GPU), and without a GPU its batch at most ``CPU_BATCH``, so a model fitted
-    on a GPU's features estimates on a laptop (a GPU batch of 4,096 took 6.1 GB there); the
-    saved config's nets run uncompiled (``config_path``'s run as it says)."""
+    without AVX-512 BF16, AMX or a GPU), and without a GPU its batch at most ``CPU_BATCH``, so a
+    model fitted on a GPU's features estimates on a laptop (a GPU batch of 4,096 took 6.1 GB
+    there); the saved config's nets run uncompiled (``config_path``'s run as it says)."""
     if config_path is not None:
         from pipeline.extract.config import load_config
 

@@ -124,8 +124,8 @@ class TorchEvaluator:
     which moved Maia logits by up to 2.6e-2 from lc0's on an H100 (bench/bench_gpu_nets.py),
     so this evaluator switches TF32 off for the process. ``fp16`` runs weights and activations
     in FP16 (GPU only), ``bf16`` in bfloat16 (GPU, or a CPU with AVX-512 BF16 or AMX:
-    :func:`runs_natively`); outputs come back as float32 either way. Inputs may be numpy arrays or tensors already on
-    the device.
+    :func:`runs_natively`); outputs come back as float32 either way. Inputs may be numpy arrays
+    or tensors already on the device.
 
     ``cuda_graphs`` (with ``compile``, on a GPU) compiles with Inductor's ``reduce-overhead``
     mode: each batch shape's kernels are captured once as a CUDA graph and replayed with one

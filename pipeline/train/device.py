@@ -75,8 +75,9 @@ def step_autocast(device: torch.device, precision: str) -> AbstractContextManage
     ``bf16`` runs the convolutions and matrix products in bfloat16 (``torch.autocast``): they are
     where the time goes, and bfloat16 halves their bytes and runs natively on GPUs and on CPUs
     with AVX-512 BF16 or AMX (:func:`pipeline.nets.evaluator.runs_natively`). bfloat16 keeps
-    float32's exponent range, so unlike float16 the gradients need no loss scaling; the weights, the optimiser and the backward's accumulation
-    stay float32, and the trainers compute their losses in float32 (a log-softmax over 362
-    moves loses digits in bfloat16's 8-bit mantissa). ``fp32``: nothing changes.
+    float32's exponent range, so unlike float16 the gradients need no loss scaling; the weights,
+    the optimiser and the backward's accumulation stay float32, and the trainers compute their
+    losses in float32 (a log-softmax over 362 moves loses digits in bfloat16's 8-bit mantissa).
+    ``fp32``: nothing changes.
     """
     return torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
