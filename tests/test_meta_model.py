@@ -331,8 +331,8 @@ def test_the_manifest_records_figures_nets_and_command(trained: Path):
     )
     models = load_meta_models(trained)
     recorded = models.accuracy("full", 5)
-    assert recorded["accuracy"] == round(row["accuracy"], 4)
-    assert recorded["accuracy_pm1"] == round(row["accuracy_pm1"], 4)
+    assert recorded["accuracy"] == round(row["accuracy"], 6)
+    assert recorded["accuracy_pm1"] == round(row["accuracy_pm1"], 6)
     assert recorded["samples"] == row["samples"] == 4 * 100  # 4 groups × --eval-draws 100
     assert models.accuracy("full", 7) is None
     assert manifest["command"].startswith("kibitz ")

@@ -1,7 +1,8 @@
 """The shipped default meta-models `kibitz-meta-chess` and `kibitz-meta-go` (models/): verified
-by the registry, cards equal to their render, `kibitz estimate` with no `--model` on a player's
-real games, a refit from the shipped aggregates equal to the shipped model, and `kibitz audit`
-on held-out real players (the false-positive rate, planted relabelled players)."""
+by the registry, cards equal to their render and their accuracy tables to the run's tables,
+`kibitz estimate` with no `--model` on a player's real games, a refit from the shipped aggregates
+equal to the shipped model, and `kibitz audit` on held-out real players (the false-positive
+rate, planted relabelled players)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ PLAYERS = {
 def test_shipped_models_resolve_verified_with_their_card(game):
     models = resolve_meta_models(None, game)  # the registry entry, every file's sha256 checked
     assert models.manifest["name"] == default_name(game) and models.manifest["game"] == game
-    assert (models.root / "MODEL_CARD.md").read_text() == render_card(models.manifest)
+    card = (models.root / "MODEL_CARD.md").read_text()
+    assert card == render_card(models.manifest)
+    for table in ("table2_rank_group.md", "table67_player.md"):  # one figure, one rounding
+        assert (models.root / "tables" / table).read_text().strip() in card
     record = models.manifest["features_config"]
     assert record["config"]["game"] == game and record["nets"]  # the nets' sha256 it needs
     assert models.strength() is not None
