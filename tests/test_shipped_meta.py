@@ -177,27 +177,29 @@ def test_go_intervals_for_one_player_are_calibrated_on_the_by_player_set():
     assert many.num_rows >= 100 and rate <= alpha + 0.04
 
 
-def test_go_model_reads_the_gpu_levels_and_keeps_the_old_ones_history():
-    """#28 item 3: the Go default is fitted on features of `kibitz-go-policy-gpu`'s levels and
-    their head `kibitz-sscore-go-levels-gpu` (the defaults on 29 November 2026, shipped on under
-    these names, which the features record), extracted at BF16 with compiled nets (config hash
-    1284b190897636f5); its refit on the levels of today's `kibitz-go-policy`, their student, is
-    #28's next step (docs/train.md). The registry keeps what the model was fitted on before,
-    and the card closes with it (where the old figures and instances can be found)."""
+def test_go_model_reads_the_default_levels_and_keeps_the_old_ones_history():
+    """#28 item 3: the Go default is fitted on features of today's `kibitz-go-policy`'s levels
+    and their head `kibitz-sscore-go-levels`, extracted under the names they were trained as
+    (`-distill`, the registry's former names of the same files) at BF16 with compiled nets
+    (config hash 40f900abb6b77b26), so `kibitz estimate go` extracts with the Go preset's nets.
+    The registry keeps what the model was fitted on before, and the card closes with it (where
+    the old figures and instances can be found)."""
     models = resolve_meta_models(None, "go")
     record = models.manifest["features_config"]
-    for name in ("kibitz-go-policy-gpu", "kibitz-sscore-go-levels-gpu"):
-        assert record["nets"][name] == model_registry.resolve(name).sha256
-    assert record["config_hash"] == "1284b190897636f5"
+    for name in ("kibitz-go-policy", "kibitz-sscore-go-levels"):
+        assert record["nets"][f"{name}-distill"] == model_registry.resolve(name).sha256
+    assert record["config_hash"] == "40f900abb6b77b26"
     assert record["config"]["precision"] == "bf16" and record["config"]["compile"]
     card = (models.root / "MODEL_CARD.md").read_text()
-    assert "| go-policy-4k | kibitz-go-policy-gpu |" in card
+    assert "| go-policy-4k | kibitz-go-policy (extracted as kibitz-go-policy-distill) |" in card
     history = card[card.index("## History") :]
-    assert "`kibitz-go-policy-4x32`" in history and "bench/aggregates/go-4x32-levels" in history
-    assert (
-        "`kibitz-go-policy-cpu`" in history and "bench/aggregates/go-g170-levels-testing" in history
-    )
+    for net, instances in (
+        ("kibitz-go-policy-4x32", "go-4x32-levels"),
+        ("kibitz-go-policy-cpu", "go-g170-levels-testing"),
+        ("kibitz-go-policy-gpu", "go-gpu-levels-testing"),
+    ):
+        assert f"`{net}`" in history and f"bench/aggregates/{instances}" in history
     licence = card[card.index("## Licence") : card.index("## History")]
-    assert "except `kibitz-go-policy-gpu`: Apache-2.0 (rank head); trunk weights: KataGo" in licence
+    assert "except `kibitz-go-policy`: Apache-2.0 (rank head); trunk weights: KataGo" in licence
     chess = resolve_meta_models(None, "chess").root / "MODEL_CARD.md"
     assert "## History" not in chess.read_text()  # a name with no past has no such section
