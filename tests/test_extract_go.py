@@ -491,11 +491,11 @@ def gpu_config_with_levels(name: str, policy: str) -> tuple[ExtractConfig, Extra
 
 def test_the_gpu_levels_config_changes_only_the_levels_and_runs_only_their_head():
     """Issue #28 item 3's first candidate levels, the config the features of the kibitz-meta-go
-    shipped on 29 November 2026 were extracted with: the GPU config with the ranks of kibitz-go-policy-gpu and the
-    levels s-score on them, kibitz-sscore-go-levels-gpu (the default and its head on 29
-    November 2026, shipped on under these names since their successors took the default's);
-    the columns keep the preset's names, and the levels s-score still runs as a head on the
-    levels, not as passes of its own."""
+    shipped on 29 November 2026 were extracted with: the GPU config with the ranks of
+    kibitz-go-policy-gpu and the levels s-score on them, kibitz-sscore-go-levels-gpu (the
+    default and its head on 29 November 2026, shipped on under these names since their
+    successors took the default's); the columns keep the preset's names, and the levels s-score
+    still runs as a head on the levels, not as passes of its own."""
     new, shipped = gpu_config_with_levels("extract-go-gpu-levels.yaml", f"{GO_POLICY}-gpu")
     assert [n.name for n in new.strength_nets] == [n.name for n in shipped.strength_nets]
     assert [n.model for n in new.strength_nets] == [SSCORE, f"{LEVELS}-gpu"]
@@ -523,9 +523,9 @@ def test_the_soup_levels_config_changes_only_the_levels_and_leaves_out_their_hea
 def test_the_distill_levels_config_changes_the_levels_and_runs_their_own_head():
     """#28's switch to the student of eight symmetries (docs/train.md, "A student of eight
     symmetries"), the config the shipped kibitz-meta-go's features were extracted with (both Fox
-    splits): the GPU config with its 11 ranks and the levels s-score retrained on them under the names
-    they were registered as (kibitz-go-policy-distill, kibitz-sscore-go-levels-distill: the
-    registry's former names of today's defaults, so the runs started under them keep their
+    splits): the GPU config with its 11 ranks and the levels s-score retrained on them under
+    the names they were registered as (kibitz-go-policy-distill, kibitz-sscore-go-levels-distill:
+    the registry's former names of today's defaults, so the runs started under them keep their
     hash), the preset's column names, and the head still run on those levels, not as passes of
     its own."""
     distill, gpu = gpu_config_with_levels("extract-go-distill-levels.yaml", f"{GO_POLICY}-distill")
