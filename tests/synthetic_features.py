@@ -1,5 +1,5 @@
 """A per-move features table with the real schema and a known skill structure, for tests and
-``bench/bench_aggregate.py`` (where real extracted features of a whole split do not exist yet).
+``bench/speed/bench_aggregate.py`` (where real extracted features of a whole split do not exist yet).
 
 Each rank group g (0 = weakest) has players whose moves have, per move: the played move's prior
 under each imitation net rising with g (and most with the net of the player's own level), a

@@ -174,7 +174,7 @@ def test_a_gpu_config_estimates_in_cpu_batches():
     at 4,096 and 1.3 GB at 256, with the same estimate (docs/meta.md). Features extracted
     with compiled nets and CUDA graphs estimate uncompiled: a compile's tens of seconds for a
     few games, and graphs need a GPU."""
-    config = load_config(Path(__file__).resolve().parents[1] / "bench/extract-go-gpu.yaml")
+    config = load_config(Path(__file__).resolve().parents[1] / "bench/configs/extract-go-gpu.yaml")
     saved = {**config.to_dict(), "compile": True, "cuda_graphs": True}
     models = SimpleNamespace(manifest={"game": "go", "features_config": {"config": saved}})
     got = extraction_config(models, None, None)

@@ -185,7 +185,7 @@ def test_tensorrt_fp16_matches_torch(real_planes: np.ndarray, cache_dir: Path) -
 def test_compiled_evaluator_matches_eager_at_every_batch_size(real_planes):
     """torch.compile (Inductor, one dynamic-shape graph) gives Maia's eager FP32 logits on real
     positions to float rounding, for full and short batches alike (40 rows in batches of 16:
-    16, 16, 8); on an H100 in FP16 it runs Maia 1.47x eager (bench/bench_gpu_engines.py)."""
+    16, 16, 8); on an H100 in FP16 it runs Maia 1.47x eager (bench/gpu/bench_gpu_engines.py)."""
     net = maia(1500)
     expected = TorchEvaluator(net, max_batch=16)({"planes": real_planes})
     got = make_evaluator(net, max_batch=16, compile=True)({"planes": real_planes})

@@ -479,7 +479,7 @@ def test_compile_changes_the_hash_only_when_on():
 
 
 def gpu_config_with_levels(name: str, policy: str) -> tuple[ExtractConfig, ExtractConfig]:
-    """bench/``name`` and bench/extract-go-gpu.yaml, after checking that the first takes the
+    """bench/``name`` and bench/configs/extract-go-gpu.yaml, after checking that the first takes the
     second's imitation nets with ``policy``'s ranks for the default policy's."""
     bench = Path(__file__).resolve().parents[1] / "bench"
     levels, gpu = (load_config(bench / f) for f in (name, "extract-go-gpu.yaml"))
@@ -542,7 +542,7 @@ def test_the_distill_levels_config_changes_the_levels_and_runs_their_own_head():
 
 def test_a_gpu_config_runs_on_a_cpu_with_the_command_lines_overrides():
     """#28 item 4 on the CPU (docs/train.md): ``kibitz extract go --config
-    bench/extract-go-gpu-levels.yaml --precision bf16 --batch-size 256`` keeps every setting of
+    bench/configs/extract-go-gpu-levels.yaml --precision bf16 --batch-size 256`` keeps every setting of
     the file but the number format and the torch batch, both in the hash (at BF16 a batch of
     4,096 ran KataGo's b6c96 at half the speed of 256 on this CPU, docs/extract.md), and its net
     actor takes the node's CPUs as torch threads, where the file once held it to one. Its hash
@@ -565,7 +565,7 @@ def test_the_4x32_levels_config_changes_only_the_levels():
     """Issue #28's comparison, the old side: the preset with the levels of the 4 × 32 net that
     was the default before, so the columns keep their names; it leaves out the levels s-score,
     a head on the preset's levels, which it would run as passes of their own."""
-    old = load_config(Path(__file__).resolve().parents[1] / "bench/extract-go-4x32-levels.yaml")
+    old = load_config(Path(__file__).resolve().parents[1] / "bench/configs/extract-go-4x32-levels.yaml")
     new = preset("go")
     assert old.imitation_nets == [
         replace(n, model=SMALL_POLICY) if n.model == GO_POLICY else n for n in new.imitation_nets

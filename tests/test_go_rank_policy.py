@@ -150,7 +150,7 @@ def test_small_policy_quality_and_rank_conditioning_on_held_out_games(held_out_p
     column's rank (Spearman 0.858 measured; ``pytest tests/test_go_rank_policy.py -k quality
     -rP`` prints these figures). On all moves of the held-out sets the own group is the best
     conditioning in 2-8 of 11 columns (8 pooled) and within 2.1 standard errors of the best in all
-    (bench/go_policy_held_out.py, docs/train.md); this subset is too small to resolve neighbours.
+    (bench/accuracy/go_policy_held_out.py, docs/train.md); this subset is too small to resolve neighbours.
     """
     entry = model_registry.resolve(SMALL_POLICY)
     assert entry.format == "kibitz-go-policy" and entry.game == "go"
@@ -200,7 +200,7 @@ def test_katago_trunk_policy_beats_the_4x32_on_the_same_held_out_moves(cpu_on_he
 
 def test_next_policy_continues_the_cpu_one():
     """``kibitz-go-policy-next`` is ``kibitz-go-policy-cpu`` trained further: its header names
-    that file's sha256 as its start. Held out it read moves better (bench/go_policy_held_out.py's
+    that file's sha256 as its start. Held out it read moves better (bench/accuracy/go_policy_held_out.py's
     16,880 moves: 50.80 → 51.21 %, −1.747 → −1.725; the quality test's 7,408 moves: 50.73 →
     50.92 %, −1.7277 → −1.7106; docs/train.md); ``kibitz-go-policy-sym``, which continues it,
     is the one whose held-out quality is tested (below)."""
@@ -216,7 +216,7 @@ def test_symmetric_policy_is_the_mean_of_two_schedules_refit():
     """``kibitz-go-policy-sym``: its header records the mean of two schedules' ends on the line
     from ``kibitz-go-policy-next`` (1,091,264 training positions) and a rank-layers refit.
 
-    On bench/go_policy_held_out.py's 67,520 moves (``--positions 16``): 51.86 % own-rank
+    On bench/accuracy/go_policy_held_out.py's 67,520 moves (``--positions 16``): 51.86 % own-rank
     matching, −1.6897 (``kibitz-go-policy-next`` 51.40 %, −1.7124), the own group best in 11 of
     11 columns and every column's log-likelihood falling strictly away from its own group
     (docs/train.md). On the quality test's 7,408 moves: ``kibitz-go-policy-cpu`` 50.73 %, −1.7277;
@@ -239,7 +239,7 @@ def test_gpu_policy_continues_the_symmetric_one_and_reads_moves_better(trunk_poo
     positions in all), then its rank layers refit on the CPU; it predicts the quality test's
     held-out moves better than ``kibitz-go-policy-cpu`` and than ``kibitz-go-policy-sym``.
 
-    On bench/go_policy_held_out.py's 67,520 moves (``--positions 16``): 52.09 % own-rank
+    On bench/accuracy/go_policy_held_out.py's 67,520 moves (``--positions 16``): 52.09 % own-rank
     matching, −1.6801 (``kibitz-go-policy-sym`` 51.86 %, −1.6897), the own group best in 10 of
     11 columns; on the next 16 moves of each instance (``--skip 16``, 67,353 moves that chose
     nothing) 51.64 %, −1.6989 against 51.26 %, −1.7077, 10 of 11; on all 430,160 held-out moves
@@ -270,7 +270,7 @@ def test_soup_policy_is_the_mean_of_the_symmetric_and_the_gpu_policy_refit():
     ``kibitz-go-policy-gpu``'s weights (the start and the end of one GPU schedule), its rank layers
     refit on the CPU (#28 items 1 and 2; docs/train.md, "The mean of -sym and the default").
 
-    On bench/go_policy_held_out.py's 67,520 moves (``--positions 16``): 52.18 % own-rank
+    On bench/accuracy/go_policy_held_out.py's 67,520 moves (``--positions 16``): 52.18 % own-rank
     matching, −1.6794 (``-gpu`` 52.09 %, −1.6801), the own group best in 11 of 11 columns and
     every column falling strictly (``-gpu``: 10 of 11); on the next 16 moves of each instance
     (``--skip 16``, 67,353 moves) 51.56 %, −1.6979 (``-gpu`` 51.64 %, −1.6989), 11 of 11
@@ -295,7 +295,7 @@ def test_default_policy_is_the_gpu_policy_taught_by_its_eight_symmetries():
     over the eight board symmetries at the mover's rank, 30 % the played move (#28 item 1;
     docs/train.md, "A student of eight symmetries").
 
-    On all 430,160 held-out moves (bench/go_policy_held_out.py, no ``--positions``): 52.08 ±
+    On all 430,160 held-out moves (bench/accuracy/go_policy_held_out.py, no ``--positions``): 52.08 ±
     0.09 % own-rank matching, −1.6792 (``kibitz-go-policy-gpu`` 51.96 %, −1.6850), the own
     group the best conditioning in 11 of 11 pooled columns, each falling strictly; on the two
     samples of 16 moves per instance +0.15 ± 0.06 and +0.06 ± 0.06 points over its start,
@@ -323,7 +323,7 @@ def test_clustered_sem_hand_computed():
 
 
 def test_own_rank_sem_clusters_by_instance():
-    """The pooled figures' standard errors (bench/go_policy_held_out.py) come from whole player
+    """The pooled figures' standard errors (bench/accuracy/go_policy_held_out.py) come from whole player
     instances. Hits 1, 0 | 1, 1 (mean 75 %): instance sums of deviations −50 and +50 points,
     so √((50² + 50²) · C / (C − 1)) / n = √(5000 · 2) / 4 = 25 points; the log-likelihoods
     −1, −3 | −2, −2 have the mean −2 in each instance, so nothing varies between instances and
@@ -339,7 +339,7 @@ def test_own_rank_sem_clusters_by_instance():
 
 
 def test_own_rank_gain_is_paired_and_clustered_by_instance():
-    """Two nets on the same four moves (bench/go_policy_held_out.py --against). Hits 1, 1 | 1, 0
+    """Two nets on the same four moves (bench/accuracy/go_policy_held_out.py --against). Hits 1, 1 | 1, 0
     against 0, 1 | 1, 1: differences +100, 0 | 0, −100 points, mean 0, instance sums +100 and
     −100, so √((100² + 100²) · 2) / 4 = 50 points. Log-likelihoods −1, −2 | −1, −1 against −2
     everywhere: differences 1, 0 | 1, 1, mean 0.75, instance sums of deviations −0.5 and +0.5, so
@@ -377,7 +377,7 @@ def test_strictly_falling_columns_hand_computed():
 
 def test_pooled_scores_equal_one_pool_of_both(pool):
     """Concatenated scores of two pools summarise like scores of one: the pooled matrix of
-    bench/go_policy_held_out.py is the matrix of all its positions."""
+    bench/accuracy/go_policy_held_out.py is the matrix of all its positions."""
     net = GoRankPolicyNet(GoRankPolicyConfig(1, 8, 4)).eval()
     scores = score_positions(net, pool)
     # Split at an instance boundary (positions are sorted by instance), as two pools are.

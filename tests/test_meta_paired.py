@@ -1,5 +1,5 @@
 """Two extractions of the same games compared through their meta-models (pipeline/meta/paired.py,
-bench/meta_compare.py): the pairing on real aggregates, and #28's measured findings on Go skill
+bench/accuracy/meta_compare.py): the pairing on real aggregates, and #28's measured findings on Go skill
 levels. The levels of the g170-trunk policies raise rank-group accuracy over those of the 4 × 32
 net they replaced (`kibitz-go-policy-4x32`), on the same 2,890 games extracted with each
 (bench/aggregates/go-4x32-levels, go-g170-levels: both FP32); the levels of
@@ -151,7 +151,7 @@ def test_the_students_levels_change_nothing_in_go_accuracy():
     its head gains 0.9 points at n = 20 in Chen et al.'s protocol, but on the models' own split
     the sets move by −0.7 … +0.4 points at n = 20, the full set by −0.04: no more than the set
     that reads neither the levels nor their head (+0.4); over 5 re-drawn splits full goes 74.0
-    → 74.1 % (bench/meta_compare.py)."""
+    → 74.1 % (bench/accuracy/meta_compare.py)."""
     pair, old, new = accuracy_at_20(GPU_LEVELS_TESTING, SHIPPED, SETS)
     assert len(pair[0].group) == 19_800 and len(pair[0].columns) == 75
     assert old == pytest.approx({"full": 73.24, "no_sscore": 70.25, "no_prior": 70.91}, abs=0.01)

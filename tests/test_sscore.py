@@ -37,7 +37,7 @@ from pipeline.train.sscore_eval import (
 # 2200-2400 (smallest gap +0.6 s.e.), and 2400-2600 sits 0.75 s.e. *below* 2200-2400 (1.1 with
 # all moves, docs/train.md; also below on the validation split: the small CPU net does not
 # separate the two top bands; issue #8 open; the candidating split, also never trained on,
-# agrees: −1.8 s.e., bench/sscore_held_out.py);
+# agrees: −1.8 s.e., bench/accuracy/sscore_held_out.py);
 # Go rises strictly through all 11 groups at 8 moves (16,160 moves; gaps +1.9, +2.4, +0.8, +3.4,
 # +3.4, +1.9, +3.4, +1.8, +1.3, +2.5 s.e.; at 16 moves the smallest is +0.5, 1d → 2d);
 # kibitz-sscore-chess-levels reads 4 random moves per instance (7,672 moves: each move costs the

@@ -303,7 +303,7 @@ def test_the_gpu_go_levels_head_reads_the_gpu_policys_ranks():
     """``kibitz-sscore-go-levels-gpu`` (the shipped head on 29 November 2026, as
     ``kibitz-sscore-go-levels``): the same recipe on the 11 ranks of ``kibitz-go-policy-gpu``,
     shipped on because the features of the ``kibitz-meta-go`` shipped that day name it
-    (bench/extract-go-gpu-levels.yaml, bench/aggregates/go-gpu-levels-testing)."""
+    (bench/configs/extract-go-gpu-levels.yaml, bench/aggregates/go-gpu-levels-testing)."""
     header = go_levels_header("kibitz-sscore-go-levels-gpu", "kibitz-go-policy-gpu")
     assert header["quality"]["accuracy"] == {1: 18.9, 5: 32.8, 10: 40.8, 15: 46.5, 20: 51.1}
     assert header["quality"]["accuracy_pm1"][20] == 93.9

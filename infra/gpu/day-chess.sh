@@ -1,7 +1,7 @@
 #!/bin/bash
 # One GPU call for chess's steady state over more than a million positions (issue #30, item 2):
 # `../shared` holds 776,743 chess positions, so the Lichess testing split is repeated with each
-# copy's Site id made unique (bench/bench_ingest_dump.py's dump), ingested, and extracted with
+# copy's Site id made unique (bench/speed/bench_ingest_dump.py's dump), ingested, and extracted with
 # the value-net preset: eager, `--compile`, and `--cuda-graphs` (compiled nets replayed as CUDA
 # graphs over padded batches). On a GPU it first runs the CUDA graphs' GPU test,
 # tests/test_evaluator.py::test_cuda_graph_evaluator_matches_compiled_at_every_batch_size, which
@@ -42,9 +42,9 @@ else
 fi
 work=/tmp/kibitz-chess-day
 mkdir -p $work
-config=bench/extract-chess-gpu-value-net.yaml
+config=bench/configs/extract-chess-gpu-value-net.yaml
 split=$KIBITZ_SHARED_DIR/data/chess/lichess-2024-02-blitz/testing
-PYTHONPATH="bench${PYTHONPATH:+:$PYTHONPATH}" python3 -c "
+PYTHONPATH="bench/speed${PYTHONPATH:+:$PYTHONPATH}" python3 -c "
 import sys
 from pathlib import Path
 from bench_ingest_dump import build_dump, load_games

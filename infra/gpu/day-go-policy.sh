@@ -3,7 +3,7 @@
 # trained on CPUs, then 2,000 steps of 256 on an H200 on 28 November as kibitz-go-policy-gpu,
 # rank layers refit, then on a CPU as the student of its own eight symmetries; 1,945,280
 # training positions in all, docs/train.md) trained further on the GPU, trunk and head together, then scored held out against the net it started from on the
-# same moves (bench/go_policy_held_out.py --against, 16 moves per player instance of the testing
+# same moves (bench/accuracy/go_policy_held_out.py --against, 16 moves per player instance of the testing
 # evaluation split and of candidating/: at 4 a column's own-group margin was within its noise;
 # the gain paired, since each net's own figure carries ± 0.20 points there and the gain's
 # ± 0.07–0.09, docs/train.md). Run from the repository root with site-ray, site-run, site-train and
@@ -62,13 +62,13 @@ kibitz train policy go --games $work/games --out $run --init-from kibitz-go-poli
 echo "trained at $((SECONDS - start)) s" | tee -a "$OUT/times.txt"
 cp $run/model.kibitz.pt $run/model.yaml $run/MODEL_CARD.md $run/model.onnx "$OUT/"
 cp $run/checkpoints/last.pt "$OUT/go-policy-last.pt"
-python3 bench/go_policy_held_out.py --model $run/model.kibitz.pt --positions 16 \
+python3 bench/accuracy/go_policy_held_out.py --model $run/model.kibitz.pt --positions 16 \
     --against kibitz-go-policy --device "$device" | tee -a "$OUT/held-out.txt"
 echo "scored at $((SECONDS - start)) s" | tee -a "$OUT/times.txt"
 # The same moves with the features averaged over the board's 8 symmetries (8 trunk passes a
 # move; docs/train.md: four gave kibitz-go-policy-next +0.77 points, 34 millinats a move).
 if [ "$(left)" -gt 60 ]; then
-    python3 bench/go_policy_held_out.py --model $run/model.kibitz.pt --positions 16 \
+    python3 bench/accuracy/go_policy_held_out.py --model $run/model.kibitz.pt --positions 16 \
         --symmetries 8 --device "$device" | tee -a "$OUT/held-out.txt"
 fi
 echo "all done at $((SECONDS - start)) s" | tee -a "$OUT/times.txt"

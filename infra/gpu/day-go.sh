@@ -6,11 +6,11 @@
 # maia-1500 and the reference inputs):
 #
 #   bash infra/gpu/day-go.sh [SECONDS]      # SECONDS: the call's budget (default 540)
-#   CONFIG=bench/extract-go-4x32-levels.yaml bash infra/gpu/day-go.sh   # other levels
+#   CONFIG=bench/configs/extract-go-4x32-levels.yaml bash infra/gpu/day-go.sh   # other levels
 #
-# CONFIG: the extraction config (default bench/extract-go-gpu.yaml, the preset on a GPU); a
+# CONFIG: the extraction config (default bench/configs/extract-go-gpu.yaml, the preset on a GPU); a
 # config with other levels under the preset's column names gives aggregates that compare with
-# the shipped ones column for column (bench/meta_compare.py, #28).
+# the shipped ones column for column (bench/accuracy/meta_compare.py, #28).
 #
 # Everything that must outlast the machine goes to $OUT: each split's aggregates (tar.xz), its
 # extraction summary (the steady rate with start-up excluded, stage seconds) and the benchmark.
@@ -26,7 +26,7 @@ source infra/gpu/env.sh
 nvidia-smi -L
 work=/tmp/kibitz-day
 mkdir -p $work
-config=${CONFIG:-bench/extract-go-gpu.yaml}
+config=${CONFIG:-bench/configs/extract-go-gpu.yaml}
 fox=$KIBITZ_SHARED_DIR/data/go/fox-selected
 
 pack() {  # aggregates folder → $OUT/agg-NAME.tar.xz.aa, .ab (a file comes back if ≤ 16 MiB)
@@ -63,6 +63,6 @@ fi
 echo "by-player done at $((SECONDS - start)) s"
 
 t=$(left)
-[ "$t" -gt 30 ] && timeout $((t - 10)) python3 bench/bench_gpu_engines.py 2>&1 \
+[ "$t" -gt 30 ] && timeout $((t - 10)) python3 bench/gpu/bench_gpu_engines.py 2>&1 \
     | grep -v Warning | tee "$OUT/engines.txt"
 echo "all done at $((SECONDS - start)) s"

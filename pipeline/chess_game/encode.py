@@ -19,7 +19,7 @@ Use::
 ``encode_after`` encodes the position after any legal move of an encoded position (each
 game's final position, expected loss's candidate moves), with whether the game is over there.
 
-Benchmark: ``python bench/bench_encode_chess.py``; tests: ``pytest tests/test_encode_chess.py``.
+Benchmark: ``python bench/speed/bench_encode_chess.py``; tests: ``pytest tests/test_encode_chess.py``.
 """
 
 from __future__ import annotations
@@ -1057,7 +1057,7 @@ def compile_kernels() -> None:
     (``ChessExtraction.compile_encoders``), so that the workers load the kernels from the
     cache; without it every new worker of a fresh node compiled them itself (121 CPU-s of
     encoding on a fresh 16-core GPU node against 4.5 on a warm one; 8 processes encoding a
-    chunk, 238 CPU-s against 63 with this call first: ``bench/bench_numba_cache.py --stage encode``,
+    chunk, 238 CPU-s against 63 with this call first: ``bench/speed/bench_numba_cache.py --stage encode``,
     docs/gpu.md).
     """
     moves = [["e2e4", "e7e5", "g1f3"]]

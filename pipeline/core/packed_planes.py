@@ -108,7 +108,7 @@ def pack_planes(planes: np.ndarray, *, float_channels: np.ndarray | None = None)
     of several batches can be concatenated without unpacking (:func:`concat_packed`). Packing is
     on every encoded position's path (a Go position's 31.8 KB of floats), so it is compiled:
     numpy's select, cast and ``packbits`` took 34.5 µs a Go position, this 10.4 µs
-    (``python bench/bench_pack_planes.py``)."""
+    (``python bench/speed/bench_pack_planes.py``)."""
     n, c, h, w = planes.shape
     flat = np.ascontiguousarray(planes, dtype=np.float32).reshape(n, c, h * w)  # (N, C, H·W)
     is_binary = _binary_channels(flat)  # (C,)

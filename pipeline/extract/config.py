@@ -102,12 +102,12 @@ class ExtractConfig:
     precision: str = "fp32"
     # torch backend: run each net through torch.compile (Inductor fuses the bias, activation,
     # mask and SE arithmetic around the convolutions): 1.47x Maia and 2.49x KataGo b6c96 against
-    # eager FP16 at batch 4096 on an H100 (bench/bench_gpu_engines.py), 1.12x the chess
+    # eager FP16 at batch 4096 on an H100 (bench/gpu/bench_gpu_engines.py), 1.12x the chess
     # value-net extraction's steady rate (docs/gpu.md); each net compiles on its first batch (~10 s).
     compile: bool = False
     # with compile, on a GPU: Inductor's reduce-overhead mode, each padded batch shape replayed as
     # one CUDA graph (pipeline.nets.evaluator.graph_batch): Maia 1.97x eager FP16 against 1.47x
-    # for compile alone (bench/bench_gpu_engines.py); CPU evaluators refuse it.
+    # for compile alone (bench/gpu/bench_gpu_engines.py); CPU evaluators refuse it.
     cuda_graphs: bool = False
     # Positions per net call. CPU backends saturate around CPU_BATCH (larger only costs memory);
     # a GPU needs thousands in flight to be busy.

@@ -527,7 +527,7 @@ def compile_kernels() -> None:
     reading one short game as a task does.
 
     ``kibitz ingest`` calls it in the driver before Ray starts its workers, which then load
-    the kernels instead of each compiling them (``bench/bench_numba_cache.py --stage ingest``,
+    the kernels instead of each compiling them (``bench/speed/bench_numba_cache.py --stage ingest``,
     docs/ingest.md).
     """
     reader = _Reader()

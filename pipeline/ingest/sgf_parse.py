@@ -19,7 +19,7 @@ an empty value, i.e. a pass); ``move_strings`` turns them into the games table's
 ``"B:pd"``/``"W:pass"`` form, treating ``tt`` as a pass on boards up to 19×19.
 
 Run ``python -m pytest tests/test_ingest_go.py`` for the checks on real Fox files and
-``python bench/bench_ingest_go.py`` for the speed.
+``python bench/speed/bench_ingest_go.py`` for the speed.
 
 >>> batch = parse_sgf(b"(;GM[1]SZ[19]PB[a\\\\]b]AB[dd][pp];W[qd];B[];W[tt])")
 >>> batch.num_games, batch.properties(0)["AB"], batch.properties(0)["PB"]

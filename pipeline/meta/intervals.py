@@ -12,7 +12,7 @@ and the interval at level 1 − α is the prediction ± the ⌈(m + 1)(1 − α)
 errors. For a new sample exchangeable with the calibration samples the interval covers the truth
 with probability ≥ 1 − α, by construction, whatever the regressor's quality; a worse regressor
 only makes it wider. The evaluation split then measures the coverage (and the MAE beside the
-mean predictor's) on games used by neither; `bench/conformal_coverage.py` measures it over many
+mean predictor's) on games used by neither; `bench/accuracy/conformal_coverage.py` measures it over many
 re-drawn splits, since one split's figure moves by several points with the split alone.
 
 One player's own games are not such a sample: they share the player's offset from the rank
@@ -186,7 +186,7 @@ def conformal_folds(config: MetaConfig) -> int:
     A rank-group sample of n instances is drawn from one split's pool of each group; at large n
     its error is mostly the pool's own deviation, which shrinks with the pool's size. Folds the
     size of the evaluation split draw calibration samples from pools as large as the ones the
-    coverage is measured on (`python bench/conformal_coverage.py`, docs/meta.md).
+    coverage is measured on (`python bench/accuracy/conformal_coverage.py`, docs/meta.md).
     ``config.conformal_folds`` > 0 sets the number instead.
     """
     if config.conformal_folds > 0:
@@ -278,7 +278,7 @@ class PlayerCalibration:
     ``half_width`` comes from every player's samples and is what an estimate applies;
     ``fold_half_width[h]`` from the players of half ``h`` only (:func:`player_halves`), so that
     the players of the other half can be judged by widths that never saw them (the coverage
-    this model reports, and ``bench/audit_held_out.py --player-set``).
+    this model reports, and ``bench/accuracy/audit_held_out.py --player-set``).
     """
 
     n: int
@@ -504,7 +504,7 @@ class SavedStrength:
     def held_out(self, half: int) -> SavedStrength:
         """This model as the players of ``half`` (:func:`player_halves`) see it when held out:
         the player calibration of the other half only, so that a measurement on the
-        player-specific set's own players (``bench/audit_held_out.py --player-set``) judges
+        player-specific set's own players (``bench/accuracy/audit_held_out.py --player-set``) judges
         each player by widths that never saw them."""
         players = self.record.get("player_calibration")
         if players is None:

@@ -7,7 +7,7 @@ games, the feature columns other than the swapped net's, the split and the seede
 samples are drawn by row (:mod:`pipeline.meta.samples`), so the two instance tables must hold the
 same instances in the same order; :func:`paired_instances` makes them so (an instance is one
 player's side of one game), or says why not.
-``bench/meta_compare.py`` prints Table 2 for both.
+``bench/accuracy/meta_compare.py`` prints Table 2 for both.
 """
 
 from __future__ import annotations

@@ -42,9 +42,9 @@ def runs_natively(precision: str, device: str) -> bool:
     bfloat16 in hardware: AVX-512 BF16 (``avx512_bf16``: AMD Zen 4 on, Intel Cooper Lake) or
     AMX (``amx_bf16``: Intel Xeon of the 4th generation on). On this project's AMD EPYC
     (``avx512_bf16``, no AMX) the Go preset's extraction ran 2.72x FP32's rate at BF16
-    (``python bench/bench_cpu_precision.py --games 3 --threads 2``, docs/extract.md).
+    (``python bench/speed/bench_cpu_precision.py --games 3 --threads 2``, docs/extract.md).
     Elsewhere oneDNN emulates it: KataGo g170 ran at 0.21x FP32's rate capped to AVX2
-    (``ONEDNN_MAX_CPU_ISA=AVX2 python bench/bench_cpu_precision.py --games 0``).
+    (``ONEDNN_MAX_CPU_ISA=AVX2 python bench/speed/bench_cpu_precision.py --games 0``).
     """
     if precision == "fp32":
         return True
@@ -121,7 +121,7 @@ class TorchEvaluator:
     batch split: the same input rows give the same outputs run after run.
 
     On a GPU, ``fp32`` means FP32: PyTorch lets cuDNN and cuBLAS round FP32 to TF32 by default,
-    which moved Maia logits by up to 2.6e-2 from lc0's on an H100 (bench/bench_gpu_nets.py),
+    which moved Maia logits by up to 2.6e-2 from lc0's on an H100 (bench/gpu/bench_gpu_nets.py),
     so this evaluator switches TF32 off for the process. ``fp16`` runs weights and activations
     in FP16 (GPU only), ``bf16`` in bfloat16 (GPU, or a CPU with AVX-512 BF16 or AMX:
     :func:`runs_natively`); outputs come back as float32 either way. Inputs may be numpy arrays
@@ -130,7 +130,7 @@ class TorchEvaluator:
     ``cuda_graphs`` (with ``compile``, on a GPU) compiles with Inductor's ``reduce-overhead``
     mode: each batch shape's kernels are captured once as a CUDA graph and replayed with one
     launch, which on an H100 ran Maia 1.97x eager FP16 against 1.47x for ``compile`` alone
-    (bench/bench_gpu_engines.py). Batches are padded to :func:`graph_batch` sizes, and outputs
+    (bench/gpu/bench_gpu_engines.py). Batches are padded to :func:`graph_batch` sizes, and outputs
     are copied out of the graph's memory, which the next replay overwrites.
     """
 

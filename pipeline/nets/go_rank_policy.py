@@ -232,7 +232,7 @@ class GoRankPolicyNet(nn.Module):
         the batch, summed as they come: one batch of n·B boards would hold n times the
         activations, and on a CPU that no longer fits the caches (eight symmetries of 128 boards
         ran 19.3 positions/s in float32 and 24.4 in bfloat16 in one batch of 1,024, 29.4 and
-        51.7 in eight passes of 128: ``python bench/bench_policy_precision.py`` before and after).
+        51.7 in eight passes of 128: ``python bench/speed/bench_policy_precision.py`` before and after).
         """
         n = self.config.symmetries
         total = self._board_features(spatial, global_)  # (B, H, 19, 19)

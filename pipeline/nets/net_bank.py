@@ -9,7 +9,7 @@ batch at a time, so the float planes of a whole chunk never exist at once.
 On a GPU each batch crosses PCIe once, as bits, and is unpacked there, whatever the number of
 nets: on an H100 the nine Maia nets run 159,471 positions/s, while one pageable copy of float
 planes moves 239,026 positions/s, so a float copy per net capped the bank below 27,000
-positions/s (11,922 measured; ``bench/bench_gpu_nets.py``). The way back is as narrow: a
+positions/s (11,922 measured; ``bench/gpu/bench_gpu_nets.py``). The way back is as narrow: a
 job's policies are reduced where the net ran (``NetJob.stats``, :mod:`pipeline.nets.policy_stats`)
 to the few numbers per position that features need, and a strength net's one-hot played move
 travels as its index (:class:`OneHot`).

@@ -24,7 +24,7 @@ one-orientation net learns what the symmetry ensemble reads (:func:`symmetry_tea
 
 With ``precision`` bf16 each step's forward (the teacher's too) runs under bfloat16 autocast
 (``pipeline/train/device.py``), the loss in float32; validation, evaluation and the export stay
-float32 (``python bench/bench_policy_precision.py`` measures the speed and the loss's change).
+float32 (``python bench/speed/bench_policy_precision.py`` measures the speed and the loss's change).
 
     kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy --max-minutes 40
     kibitz train policy go --games kibitz-out/games-go --out kibitz-out/go-policy-katago \

@@ -87,7 +87,7 @@ corrected as (
 ),
 
 -- One CTE per cut-off with a WHERE instead of FILTER clauses on every aggregate: DuckDB then
--- scans each subset once (about 2× faster on 9 nets; bench/bench_aggregate.py).
+-- scans each subset once (about 2× faster on 9 nets; bench/speed/bench_aggregate.py).
 
 first_25 as (
 
