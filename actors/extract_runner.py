@@ -82,7 +82,7 @@ def plan_actors(
     A net actor holds one CPU beside its GPU. Without a GPU it holds ``evaluator_cpus``, or by
     default (0) the CPUs of one node when the nets are the only work: encoding tasks hold no
     CPU and cost ~5 % of the net time (Go: 64 s against 1,185 s), and on 2 cores the Go preset
-    ran 75.6 positions/s with 2 threads against 44.9 with one (docs/extract.md). Beside a
+    ran 75.6 positions/s with 2 threads against 44.9 with one (docs/guide/extract.md). Beside a
     Stockfish pool it holds one CPU by default and the engines share the rest, a fraction each
     when fewer are left than engines: an actor asking for more than the cluster has left waits
     forever, and the run with it (the GPU net actor's CPU was once left out of the count, and a
@@ -118,7 +118,7 @@ class ExtractRunner:
         self.games_root = games_root
         t0 = time.perf_counter()
         # Before any worker starts: a fresh node's workers then load the encoders from numba's
-        # cache rather than each compiling them (121 CPU-s of a chess run, docs/gpu.md).
+        # cache rather than each compiling them (121 CPU-s of a chess run, docs/guide/gpu.md).
         self.extraction.compile_encoders()
         log.info("encoders compiled or loaded in %.1f s", time.perf_counter() - t0)
         self._owns_ray = not ray.is_initialized()

@@ -20,8 +20,12 @@ from pipeline.cli.main import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = sorted(
-    [REPO / "README.md", REPO / "bench" / "README.md", *(REPO / "docs").rglob("*.md")]
-    + list((REPO / "models").glob("*/MODEL_CARD.md"))
+    [
+        REPO / "README.md",
+        REPO / "bench" / "README.md",
+        *(REPO / "docs").rglob("*.md"),
+        *(REPO / "models").glob("*/MODEL_CARD.md"),
+    ]
 )
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```(\w*)\s*$")

@@ -171,10 +171,11 @@ def test_a_model_fitted_on_gpu_features_estimates_at_fp32_on_a_cpu(trained: Path
 def test_a_gpu_config_estimates_in_cpu_batches():
     """The shipped Go model's features came from a GPU config (batches of 4,096); on a CPU a
     player's games are extracted in batches of CPU_BATCH: one Go player's 21 games took 6.1 GB
-    at 4,096 and 1.3 GB at 256, with the same estimate (docs/meta.md). Features extracted
+    at 4,096 and 1.3 GB at 256, with the same estimate (docs/guide/estimate.md). Features extracted
     with compiled nets and CUDA graphs estimate uncompiled: a compile's tens of seconds for a
     few games, and graphs need a GPU."""
-    config = load_config(Path(__file__).resolve().parents[1] / "bench/configs/extract-go-gpu.yaml")
+    configs = Path(__file__).resolve().parents[1] / "bench" / "configs"
+    config = load_config(configs / "extract-go-gpu.yaml")
     saved = {**config.to_dict(), "compile": True, "cuda_graphs": True}
     models = SimpleNamespace(manifest={"game": "go", "features_config": {"config": saved}})
     got = extraction_config(models, None, None)

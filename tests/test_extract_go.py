@@ -52,6 +52,8 @@ PLIES = 40
 KATAGO = "katago-g170-b6c96"
 GO_POLICY = "kibitz-go-policy"  # the preset's skill levels (a rank head on KataGo g170's trunk)
 SMALL_POLICY = "kibitz-go-policy-4x32"  # a rank-conditioned policy cheap enough for many tests
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = REPO / "bench" / "configs"  # the extraction configs of the shipped models and benches
 SSCORE = "kibitz-sscore-go"
 
 
@@ -479,49 +481,17 @@ def test_compile_changes_the_hash_only_when_on():
 
 
 def gpu_config_with_levels(name: str, policy: str) -> tuple[ExtractConfig, ExtractConfig]:
-    """bench/``name`` and bench/configs/extract-go-gpu.yaml, after checking that the first takes the
-    second's imitation nets with ``policy``'s ranks for the default policy's."""
-    bench = Path(__file__).resolve().parents[1] / "bench"
-    levels, gpu = (load_config(bench / f) for f in (name, "extract-go-gpu.yaml"))
+    """bench/configs/``name`` and bench/configs/extract-go-gpu.yaml, after checking that the
+    first takes the second's imitation nets with ``policy``'s ranks for the default policy's."""
+    levels, gpu = (load_config(CONFIGS / f) for f in (name, "extract-go-gpu.yaml"))
     assert levels.imitation_nets == [
         replace(n, model=policy) if n.model == GO_POLICY else n for n in gpu.imitation_nets
     ]
     return levels, gpu
 
 
-def test_the_gpu_levels_config_changes_only_the_levels_and_runs_only_their_head():
-    """Issue #28 item 3's first candidate levels, the config the features of the kibitz-meta-go
-    shipped on 29 November 2026 were extracted with: the GPU config with the ranks of
-    kibitz-go-policy-gpu and the levels s-score on them, kibitz-sscore-go-levels-gpu (the
-    default and its head on 29 November 2026, shipped on under these names since their
-    successors took the default's); the columns keep the preset's names, and the levels s-score
-    still runs as a head on the levels, not as passes of its own."""
-    new, shipped = gpu_config_with_levels("extract-go-gpu-levels.yaml", f"{GO_POLICY}-gpu")
-    assert [n.name for n in new.strength_nets] == [n.name for n in shipped.strength_nets]
-    assert [n.model for n in new.strength_nets] == [SSCORE, f"{LEVELS}-gpu"]
-    for name in (GO_POLICY, LEVELS):  # shipped under their own names, other files than today's
-        assert model_registry.resolve(f"{name}-gpu").name == f"{name}-gpu"
-        assert model_registry.model_sha256(f"{name}-gpu") != model_registry.model_sha256(name)
-    assert (
-        replace(new, imitation_nets=shipped.imitation_nets, strength_nets=shipped.strength_nets)
-        == shipped
-    )
-    step = GoNetStep(replace(new, precision="fp32"))  # the GPU's FP16 needs CUDA
-    assert list(step.levels) == [LEVELS] and LEVELS not in step.bank.nets
-
-
-def test_the_soup_levels_config_changes_only_the_levels_and_leaves_out_their_head():
-    """#28 item 4 for the next candidate (docs/train.md, "The mean of -sym and the default"):
-    the GPU config with kibitz-go-policy-soup's 11 ranks under the preset's column names, and
-    kibitz-sscore-go alone (the levels head reads the default's levels), so the comparison
-    with the default's features runs with ``--sscore-nets kibitz-sscore-go``."""
-    soup, gpu = gpu_config_with_levels("extract-go-soup-levels.yaml", f"{GO_POLICY}-soup")
-    assert [n.model for n in soup.strength_nets] == [SSCORE]
-    assert replace(soup, imitation_nets=gpu.imitation_nets, strength_nets=gpu.strength_nets) == gpu
-
-
 def test_the_distill_levels_config_changes_the_levels_and_runs_their_own_head():
-    """#28's switch to the student of eight symmetries (docs/train.md, "A student of eight
+    """#28's switch to the student of eight symmetries (docs/research/log-nets.md, "A student of eight
     symmetries"), the config the shipped kibitz-meta-go's features were extracted with (both Fox
     splits): the GPU config with its 11 ranks and the levels s-score retrained on them under
     the names they were registered as (kibitz-go-policy-distill, kibitz-sscore-go-levels-distill:
@@ -541,22 +511,26 @@ def test_the_distill_levels_config_changes_the_levels_and_runs_their_own_head():
 
 
 def test_a_gpu_config_runs_on_a_cpu_with_the_command_lines_overrides():
-    """#28 item 4 on the CPU (docs/train.md): ``kibitz extract go --config
-    bench/configs/extract-go-gpu-levels.yaml --precision bf16 --batch-size 256`` keeps every setting of
-    the file but the number format and the torch batch, both in the hash (at BF16 a batch of
-    4,096 ran KataGo's b6c96 at half the speed of 256 on this CPU, docs/extract.md), and its net
-    actor takes the node's CPUs as torch threads, where the file once held it to one. Its hash
-    is the one the committed aggregates of that run record."""
-    bench = Path(__file__).resolve().parents[1] / "bench"
-    path = bench / "extract-go-gpu-levels.yaml"
+    """The shipped kibitz-meta-go's features (docs/guide/estimate.md): ``kibitz extract go
+    --config bench/configs/extract-go-distill-levels.yaml --precision bf16 --batch-size 256
+    --compile`` keeps every setting of the file but the number format, the torch batch and
+    compilation, all in the hash (at BF16 a batch of 4,096 ran KataGo's b6c96 at half the
+    speed of 256 on this CPU, docs/research/log-speed.md), and its net actor takes the node's
+    CPUs as torch threads, where the file once held it to one. Its hash is the one the shipped
+    aggregates record."""
+    path = CONFIGS / "extract-go-distill-levels.yaml"
     argv = ["extract", "go", "--config", str(path), "--precision", "bf16", "--batch-size", "256"]
-    config = configure(build_parser().parse_args(argv))
+    config = configure(build_parser().parse_args([*argv, "--compile"]))
     file = load_config(path)
     assert (config.batch_size, config.precision, file.batch_size) == (256, "bf16", 4096)
+    assert (config.compile, file.compile) == (True, False)
     assert config.batch_sizes == {**file.batch_sizes, "torch": 256}
-    assert replace(config, precision=file.precision, batch_sizes=file.batch_sizes) == file
-    run = json.loads((bench / "aggregates/go-gpu-levels/_aggregate.json").read_text())
-    assert config.config_hash() == run["features_config_hash"] == "663a28d72760187c"
+    assert replace(
+        config, precision=file.precision, batch_sizes=file.batch_sizes, compile=file.compile
+    ) == file
+    shipped = REPO / "models/kibitz-meta-go/aggregates/_aggregate.json"
+    run = json.loads(shipped.read_text())
+    assert config.config_hash() == run["features_config_hash"] == "40f900abb6b77b26"
     assert plan_actors(config, cpus=2, gpus=0).evaluator_threads == 2
     assert plan_actors(config, cpus=16, gpus=1).evaluator_cpus == 1.0
 
@@ -565,7 +539,7 @@ def test_the_4x32_levels_config_changes_only_the_levels():
     """Issue #28's comparison, the old side: the preset with the levels of the 4 × 32 net that
     was the default before, so the columns keep their names; it leaves out the levels s-score,
     a head on the preset's levels, which it would run as passes of their own."""
-    old = load_config(Path(__file__).resolve().parents[1] / "bench/configs/extract-go-4x32-levels.yaml")
+    old = load_config(CONFIGS / "extract-go-4x32-levels.yaml")
     new = preset("go")
     assert old.imitation_nets == [
         replace(n, model=SMALL_POLICY) if n.model == GO_POLICY else n for n in new.imitation_nets
@@ -579,16 +553,15 @@ def test_a_config_states_what_it_changes_over_its_base(tmp_path):
     """``base:`` (a file relative to the config): mappings merge key by key, a net list
     replaces the base's, and a base may have its own base; a cycle and a missing base are
     errors naming the files. The bench variants above are written this way."""
-    bench = Path(__file__).resolve().parents[1] / "bench"
     (tmp_path / "variants").mkdir()
     (tmp_path / "gpu.yaml").write_text(
-        f"base: {bench / 'extract-go-gpu.yaml'}\nvalue: {{hash_mb: 32}}\n"
+        f"base: {CONFIGS / 'extract-go-gpu.yaml'}\nvalue: {{hash_mb: 32}}\n"
         "batch_sizes: {torch: 256}\n"
     )
     (tmp_path / "variants" / "levels.yaml").write_text(
         "base: ../gpu.yaml\nstrength_nets: [kibitz-sscore-go]\nprecision: bf16\n"
     )
-    shipped = load_config(bench / "extract-go-gpu.yaml")
+    shipped = load_config(CONFIGS / "extract-go-gpu.yaml")
     config = load_config(tmp_path / "variants" / "levels.yaml")
     assert config.value == replace(shipped.value, hash_mb=32)
     assert config.batch_sizes == {**shipped.batch_sizes, "torch": 256}

@@ -142,7 +142,7 @@ print(json.dumps({"stats": stats, "kids": len(kids.rows) + kids.n_final}))
 
 def test_compiled_encoders_are_loaded_by_the_workers(tmp_path: Path) -> None:
     """The driver's ``compile_encoders`` writes every kernel that extraction's tasks run into
-    numba's cache, so a fresh node's workers load them and compile nothing (docs/gpu.md: 121
+    numba's cache, so a fresh node's workers load them and compile nothing (docs/guide/gpu.md: 121
     CPU-s of encoding on a fresh 16-core node against 4.5 warm)."""
     tables = []  # read here: ingest is not the workers' job, and compiles its own kernels
     for kind, path in ((CHESS, CHESS_GAMES), (GO, GO_GAMES)):
@@ -190,7 +190,7 @@ print(json.dumps({"stats": stats, "read": read}))
 def test_compiled_readers_are_loaded_by_the_workers(tmp_path: Path) -> None:
     """The driver's ``reader.compile_kernels`` writes every kernel that ingestion's planning and
     tasks run into numba's cache, so a fresh node's workers load them and compile nothing (a
-    chess worker compiled for about 45 CPU-s before its first chunk, docs/ingest.md)."""
+    chess worker compiled for about 45 CPU-s before its first chunk, docs/guide/ingest.md)."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
     driver = "from pipeline.kinds import CHESS, GO\nfor kind in (CHESS, GO):\n    kind.reader.compile_kernels()"
     subprocess.run([sys.executable, "-c", driver], env=env, check=True, timeout=600)

@@ -97,7 +97,7 @@ def accuracy_at_20(
 
 
 def test_g170_levels_raise_go_accuracy_on_the_same_games():
-    """#28 item 4 (docs/train.md, "What it does to the meta-model"): on the games the 4 × 32
+    """#28 item 4 (docs/research/log-nets.md, "What it does to the meta-model"): on the games the 4 × 32
     levels' meta-model was fitted on, re-extracted with the g170-trunk levels, priors and loss
     alone gain 8.4 points at n = 20 and the full set 2.3; the set that reads no level column
     (no_prior) does not move."""
@@ -127,7 +127,7 @@ GPU_LEVELS_CASES = {
 
 @pytest.mark.parametrize("case", GPU_LEVELS_CASES)
 def test_the_gpu_policys_levels_raise_go_accuracy_over_the_ones_before(case: str):
-    """#28 items 3 and 4 (docs/train.md, "Item 4 on the CPU" and "The whole testing split"): the
+    """#28 items 3 and 4 (docs/research/log-nets.md, "Item 4 on the CPU" and "The whole testing split"): the
     instances the models shipped before were fitted on (kibitz-go-policy-cpu's levels, BF16 on a
     GPU) against the same games re-extracted on this CPU with kibitz-go-policy-gpu's levels
     and their levels s-score: 2,890 games eager (bench/aggregates/go-gpu-levels) and all 9,900
@@ -144,7 +144,7 @@ def test_the_gpu_policys_levels_raise_go_accuracy_over_the_ones_before(case: str
 
 
 def test_the_students_levels_change_nothing_in_go_accuracy():
-    """#28 item 4 (docs/train.md, "Item 4 on the whole testing split"): the whole testing
+    """#28 item 4 (docs/research/log-nets.md, "Item 4 on the whole testing split"): the whole testing
     split with kibitz-go-policy-gpu's levels and head (go-gpu-levels-testing) against the same
     games with its student's, today's kibitz-go-policy and kibitz-sscore-go-levels (the shipped
     models' instances). The student reads 0.12 points more held-out moves at their own rank, and

@@ -10,6 +10,7 @@ import argparse
 import functools
 import hashlib
 import http.server
+import re
 import shutil
 import threading
 import time
@@ -111,9 +112,9 @@ def test_user_registry_adds_entries_and_is_validated(tmp_path: Path) -> None:
 def test_a_names_history_outlives_a_new_registration_and_is_in_the_card(tmp_path: Path) -> None:
     """A default replaced under its name keeps the name's past: ``write_entry`` carries the
     old entry's ``history`` over, and the model's card prints it with the name it was trained
-    under and the names it went by (Go policies renamed when a better one took the default's
-    name: kibitz-go-policy-cpu, trained as kibitz-go-policy-g170; kibitz-go-policy-gpu, the
-    default on 29 November 2026; kibitz-go-policy, registered as kibitz-go-policy-distill)."""
+    under and the names it went by (the Go default, registered as kibitz-go-policy-distill,
+    whose name stood for three nets before it; the nets it replaced left the tree, and the
+    history says which commit holds them)."""
     from pipeline.train.model_cards import render_card
 
     old = {**user_entry("net-a", "a.pb.gz", "ab" * 32), "history": ["Was a 4 × 32 net."]}
@@ -131,40 +132,33 @@ def test_a_names_history_outlives_a_new_registration_and_is_in_the_card(tmp_path
         card = render_card(header, name)
         return card[card.index("## History") :]
 
-    cpu = history("kibitz-go-policy-cpu")
-    assert "Registered as `kibitz-go-policy-g170` by the command above" in cpu
-    assert "Went by" not in cpu  # the name it was registered under is said once
     default = history("kibitz-go-policy")
     assert "- Went by `kibitz-go-policy-distill` before a rename; the registry resolves" in default
     assert "`kibitz-go-policy-4x32`" in default and "`kibitz-go-policy-cpu`" in default
     assert "shipped on as `kibitz-go-policy-gpu`" in default
-    assert "- Shipped as `kibitz-go-policy`, the Go default's levels" in history(
-        "kibitz-go-policy-gpu"
-    )
+    assert "left the tree" in default and "commit 9ba4a73 holds each" in default
+    small = history("kibitz-go-policy-4x32")  # trained under the default's name
+    assert "- Registered as `kibitz-go-policy` by the command above; the same file" in small
+    assert "Went by" not in small  # the name it was registered under is said once
 
 
-def test_a_card_gives_the_start_of_a_run_by_its_present_name() -> None:
+def test_a_card_gives_the_start_of_a_run_by_its_present_name(tmp_path, monkeypatch) -> None:
     """``--init-from NAME`` resolved a name that may since stand for other weights: the default
-    was trained from the net that was ``kibitz-go-policy`` then, ``kibitz-go-policy-gpu`` now.
-    Its card gives that start's present name beside the sha256 the header recorded; a start
-    still under its own name (``kibitz-go-policy-sym``, in the soup's mean) gets no note."""
+    was trained from the net that was ``kibitz-go-policy`` then (sha256 ``85d747dd…``), which
+    has left the tree, so its card gives that start by the header's name and sha256 alone.
+    Registered again under another name (here a user's registry), the card names it too."""
     from pipeline.train.model_cards import render_card
 
-    def card(name: str) -> str:
-        folder = model_registry.resolve(name).file.parent
-        return render_card(yaml.safe_load((folder / "model.yaml").read_text()), name)
+    def card() -> str:
+        folder = model_registry.resolve("kibitz-go-policy").file.parent
+        return render_card(yaml.safe_load((folder / "model.yaml").read_text()), "kibitz-go-policy")
 
-    gpu, sym = (
-        model_registry.resolve(n).sha256 for n in ("kibitz-go-policy-gpu", "kibitz-go-policy-sym")
-    )
-    renamed = (
-        f"`kibitz-go-policy` (sha256 `{gpu}`, now the registry's `kibitz-go-policy-gpu`: 400 steps"
-    )
-    assert f"Started from the weights of {renamed}" in card("kibitz-go-policy")
-    kept = f"`kibitz-go-policy-sym` (sha256 `{sym}`, 1,193,664 training positions)"
-    assert f"Started from the mean of the weights of {kept} and {renamed}" in card(
-        "kibitz-go-policy-soup"
-    )
+    start = "85d747dda2253be6f664fb5abe04b3425c75c4cb99733f4ad4c27947981f68a6"
+    assert f"Started from the weights of `kibitz-go-policy` (sha256 `{start}`: 400 steps" in card()
+    write_user_registry(tmp_path, [user_entry("go-policy-before", "gpu.kibitz.pt", start)])
+    monkeypatch.setenv("KIBITZ_MODELS_DIR", str(tmp_path))
+    renamed = f"(sha256 `{start}`, now the registry's `go-policy-before`: 400 steps"
+    assert f"Started from the weights of `kibitz-go-policy` {renamed}" in card()
 
 
 def test_load_net_by_name_and_path() -> None:
@@ -250,7 +244,7 @@ def test_cli_list_and_offline_fetch(
     assert kibitz_models(["list"]) == 0
     out = capsys.readouterr().out
     maia_line = next(line for line in out.splitlines() if line.startswith("maia-1100 "))
-    assert maia_line.split()[1:5] == ["chess", "lc0", "yes", "ok"]
+    assert maia_line.split()[1:6] == ["default", "chess", "lc0", "yes", "ok"]
 
     write_user_registry(
         tmp_path, [user_entry("offline", "o.pb.gz", "00" * 32, url="http://127.0.0.1:9/x")]
@@ -299,7 +293,7 @@ def test_a_renamed_net_resolves_under_its_former_name(
     assert kibitz_models(["list", "--no-verify"]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("maia-renamed")]
     assert line.startswith("maia-renamed (formerly maia-old-name, maia-1100) ")
-    assert line.split()[4:7] == ["chess", "lc0", "yes"]
+    assert line.split()[4:8] == ["default", "chess", "lc0", "yes"]  # the name it replaces
 
     other = {
         **user_entry("maia-other", "maia-1100.pb.gz", MAIA_1100_SHA),
@@ -311,3 +305,28 @@ def test_a_renamed_net_resolves_under_its_former_name(
     write_user_registry(tmp_path, [{**renamed, "formerly": "maia-old-name"}])
     with pytest.raises(RegistryFileError, match="formerly must be a list of strings"):
         model_registry.list_models()
+
+
+def test_models_list_shows_one_default_per_role_first(tmp_path: Path, monkeypatch, capsys) -> None:
+    """``kibitz models list``: the nets the presets run and the shipped meta-models were fitted
+    on are defaults and come first; the one registered net no default uses (the tests' small
+    Go policy) is a reference; a models directory's own entry is a user's. Each role of the
+    defaults is filled once: one Go policy, one levels head and one meta-model a game."""
+    write_user_registry(tmp_path, [user_entry("my-net", "my-net.pb.gz", "ab" * 32)])
+    monkeypatch.setenv("KIBITZ_MODELS_DIR", str(tmp_path))
+    assert cli_models.cmd_list(argparse.Namespace(models_dir=None, no_verify=True)) == 0
+    header, *rows = (re.split(r"\s{2,}", line) for line in capsys.readouterr().out.splitlines())
+    assert header[:2] == ["name", "role"]
+    roles = {row[0].split()[0]: row[1] for row in rows}
+    order = [row[1] for row in rows]
+    assert order == sorted(order, key=cli_models.ROLES.index)  # defaults, then the rest
+    assert roles["kibitz-go-policy-4x32"] == "reference" and roles["my-net"] == "user"
+    defaults = [e for e in model_registry.list_models() if roles.get(e.name) == "default"]
+    assert {e.name for e in defaults} == {
+        *(f"maia-{r}" for r in range(1100, 2000, 100)), "katago-g170-b6c96", "kibitz-go-policy",
+        "kibitz-sscore-chess", "kibitz-sscore-chess-levels", "kibitz-sscore-go",
+        "kibitz-sscore-go-levels", "kibitz-meta-chess", "kibitz-meta-go",
+    }  # fmt: skip
+    for game in model_registry.GAMES:
+        kinds = [e.format for e in defaults if e.game == game and e.format != "lc0"]
+        assert all(kinds.count(f) == 1 for f in set(kinds)), (game, kinds)

@@ -35,7 +35,7 @@ from pipeline.train.sscore_eval import (
 # chess, 8 for Go, 4 for the levels head (below).
 # Measured on the shipped models with this subset: kibitz-sscore-chess rises strictly from 1000-1200 to
 # 2200-2400 (smallest gap +0.6 s.e.), and 2400-2600 sits 0.75 s.e. *below* 2200-2400 (1.1 with
-# all moves, docs/train.md; also below on the validation split: the small CPU net does not
+# all moves, docs/research/log-nets.md; also below on the validation split: the small CPU net does not
 # separate the two top bands; issue #8 open; the candidating split, also never trained on,
 # agrees: −1.8 s.e., bench/accuracy/sscore_held_out.py);
 # Go rises strictly through all 11 groups at 8 moves (16,160 moves; gaps +1.9, +2.4, +0.8, +3.4,
@@ -44,7 +44,7 @@ from pipeline.train.sscore_eval import (
 # nine Maia nets: at 16 this one case took 266 s alone on a 2-core machine) and rises strictly
 # through all 8 chess bands (gaps +1.8, +3.9, +1.8, +3.1, +1.9, +1.0, +0.8 s.e.; at 16 moves +4.6,
 # +5.5, +3.4, +5.7, +4.0, +1.6, +1.9; with all moves the top gap is +0.4, and on candidating/
-# −0.5: docs/train.md). `pytest tests/test_sscore.py -k rises_strictly -rP` prints each case's
+# −0.5: docs/research/log-nets.md). `pytest tests/test_sscore.py -k rises_strictly -rP` prints each case's
 # moves, means and gaps in standard errors.
 WHOLE_FILE = 100_000
 
@@ -223,14 +223,8 @@ def test_shipped_sscore_mean_rises_strictly_with_rank_group_on_held_out_games(na
         ("kibitz-sscore-go", "sscore"),
         ("kibitz-go-policy", "policy"),
         ("kibitz-go-policy-4x32", "policy"),
-        ("kibitz-go-policy-next", "policy"),
-        ("kibitz-go-policy-sym", "policy"),
-        ("kibitz-go-policy-cpu", "policy"),
-        ("kibitz-go-policy-soup", "policy"),
-        ("kibitz-go-policy-gpu", "policy"),
         ("kibitz-sscore-chess-levels", "sscore-levels"),
         ("kibitz-sscore-go-levels", "sscore-levels"),
-        ("kibitz-sscore-go-levels-gpu", "sscore-levels"),
     ],
 )
 def test_shipped_model_cards_are_rendered_from_the_headers(name, kind):

@@ -281,7 +281,7 @@ def go_levels_header(name: str, policy: str) -> dict:
 
 def test_the_shipped_go_levels_head_reads_the_default_policys_ranks():
     """``kibitz-sscore-go-levels`` (trained as ``kibitz-sscore-go-levels-distill``, #28's switch,
-    docs/train.md): the previous head's command, games and seed on the 11 ranks of today's
+    docs/research/log-nets.md): the previous head's command, games and seed on the 11 ranks of today's
     ``kibitz-go-policy`` (named in its header by the former name ``kibitz-go-policy-distill``,
     which the registry resolves to the same file) and KataGo g170. On the same 1,000 evaluation
     games, against the head it replaced (18.9/32.8/40.8/46.5/51.1 %, shipped on as
@@ -295,18 +295,9 @@ def test_the_shipped_go_levels_head_reads_the_default_policys_ranks():
     history = model_registry.resolve("kibitz-sscore-go-levels").history
     (cpu,) = [line for line in history if line.startswith("From 27 to 29 November")]
     assert "n = 1/5/10/15/20 of 18.7/31.4/40.0/45.7/49.6 %" in cpu
-    gpu = history[-1]  # the head this one replaced
+    gpu, gone = history[-2:]  # the head this one replaced, and where it went
     assert "`kibitz-sscore-go-levels-gpu`" in gpu and "18.9/32.8/40.8/46.5/51.1" in gpu
-
-
-def test_the_gpu_go_levels_head_reads_the_gpu_policys_ranks():
-    """``kibitz-sscore-go-levels-gpu`` (the shipped head on 29 November 2026, as
-    ``kibitz-sscore-go-levels``): the same recipe on the 11 ranks of ``kibitz-go-policy-gpu``,
-    shipped on because the features of the ``kibitz-meta-go`` shipped that day name it
-    (bench/configs/extract-go-gpu-levels.yaml, bench/aggregates/go-gpu-levels-testing)."""
-    header = go_levels_header("kibitz-sscore-go-levels-gpu", "kibitz-go-policy-gpu")
-    assert header["quality"]["accuracy"] == {1: 18.9, 5: 32.8, 10: 40.8, 15: 46.5, 20: 51.1}
-    assert header["quality"]["accuracy_pm1"][20] == 93.9
+    assert "left the tree" in gone and "commit 9ba4a73 holds it" in gone
 
 
 def test_a_level_must_name_a_rank_exactly_for_a_rank_conditioned_net():

@@ -4,7 +4,7 @@ by rank band, from the Lichess server's own ``%eval`` annotations of the data.
     python bench/accuracy/chess_eval_loss_by_band.py
 
 Every Kibitz s-score net and head trained on these games leaves 2400-2600 level with 2200-2400 on
-held-out games (docs/train.md). This asks whether the moves carry the difference at all: about
+held-out games (docs/research/log-nets.md). This asks whether the moves carry the difference at all: about
 13 % of the games were analysed on Lichess (Stockfish, deep), and their ``%eval`` after each move
 gives each move's loss in win probability, with Lichess's own conversion
 ``win% = 50 + 50 · (2 / (1 + exp(−0.00368208 · cp)) − 1)`` (mates clipped to ±1000 cp; the

@@ -4,8 +4,8 @@ matrix "conditioned on group a, games of group b", per held-out set and pooled.
     python bench/accuracy/go_policy_held_out.py                       # kibitz-go-policy, all moves
     python bench/accuracy/go_policy_held_out.py --model kibitz-out/go-policy/model.kibitz.pt
     python bench/accuracy/go_policy_held_out.py --model kibitz-out/go-policy-katago/model.kibitz.pt --device cuda
-    python bench/accuracy/go_policy_held_out.py --model kibitz-go-policy-next --positions 1 --symmetries 8
-    python bench/accuracy/go_policy_held_out.py --model kibitz-go-policy-cpu --positions 16 --skip 16
+    python bench/accuracy/go_policy_held_out.py --positions 1 --symmetries 8
+    python bench/accuracy/go_policy_held_out.py --positions 16 --skip 16
     python bench/accuracy/go_policy_held_out.py --model kibitz-out/go-policy/model.kibitz.pt --against kibitz-go-policy
 
 Two held-out sets, then both pooled (the same sets as ``bench/accuracy/sscore_held_out.py``):

@@ -7,7 +7,7 @@ evaluation split and ``candidating/``), the log-likelihood of the played move un
 9 Maia-1 nets (``pipeline/train/level_policies.py``); per player instance the mean; per band the mean
 and its standard error; printed as each band's gap to the band below in standard errors, per
 level and for the 1900 − 1800 contrast. This is the evidence behind ``kibitz train
-sscore-levels`` (docs/train.md): every level finds 2400-2600's moves *less* likely than
+sscore-levels`` (docs/research/log-nets.md): every level finds 2400-2600's moves *less* likely than
 2200-2400's, while the contrast between the top levels rises there. About 25 min on this 2-core
 machine (142k positions through 9 nets); ``--cache`` keeps the policies for a re-run.
 ``--games`` adds the pool ``kibitz train sscore-levels`` trains on (the training split, 12

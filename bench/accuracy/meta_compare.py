@@ -1,8 +1,8 @@
 """Two extractions of the same games, compared through the meta-models they train.
 
 A net swapped for another (issue #28: the Go skill levels of ``kibitz-go-policy-4x32`` against
-``kibitz-go-policy-cpu`` on KataGo's trunk, then those against ``kibitz-go-policy``) is judged by what it does to rank estimation, not only by its own
-move matching. This script takes two aggregates folders of ``kibitz aggregate`` whose features
+those of the policies on KataGo's trunk that led to ``kibitz-go-policy``) is judged by what it
+does to rank estimation, not only by its own move matching. This script takes two aggregates folders of ``kibitz aggregate`` whose features
 came from two extraction configs, keeps the games and the feature columns both have
 (:mod:`pipeline.meta.paired`), and fits and evaluates Table 2's meta-models on each with the same
 split, seeds and samples, so that each difference comes from the features alone::

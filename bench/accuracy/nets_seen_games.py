@@ -3,7 +3,7 @@
 The player-specific set of a shipped model (``--player-aggregates``: Fox ``by-player`` games)
 is new to the meta-models, but not to every net: Kibitz's own Go nets (``kibitz-go-policy``,
 ``kibitz-sscore-go``, ``kibitz-sscore-go-levels``) trained on the training part of the shared
-game split of ``testing/`` + ``by-player/`` (docs/train.md). A net is sharper on positions it
+game split of ``testing/`` + ``by-player/`` (docs/research/log-nets.md). A net is sharper on positions it
 learned, so the player-specific rows could be flattered. This measures how much: the applied
 model's one-game accuracy (``n = 1``: one instance is one sample) and the strength model's
 one-game error and 80 % / 95 % coverage on the set's instances, apart by the part of the shared
@@ -39,7 +39,7 @@ def main() -> None:
         models.player_instances(),
         load_mart(models.aggregates_dir, "rank_groups"),
         game=args.game,
-        split=SplitConfig(),  # the shared split Kibitz's nets were trained on (docs/train.md)
+        split=SplitConfig(),  # the shared split Kibitz's nets were trained on (docs/research/log-nets.md)
     )
     feature_set = models.feature_set()
     _, group = models.predict(data.features, data.columns, feature_set, args.n)

@@ -2,7 +2,7 @@
 
 A comparison worth rerunning (``bench/accuracy/meta_compare.py``) needs the per-player-instance features
 of an extraction that took hours; the folder ``kibitz aggregate`` writes is a few MB more than
-the GPU kit's 64 MiB call can spare (docs/gpu.md). This keeps the instance table's key, rank and
+the GPU kit's 64 MiB call can spare (docs/guide/gpu.md). This keeps the instance table's key, rank and
 count columns and the feature columns of the meta-models' families (s-score, priors, loss,
 difficulty-corrected loss) as float32 — the per-move features were float32 to begin with — with
 zstd, plus the rank groups and the run's ``_aggregate.json``::

@@ -5,7 +5,7 @@ a frozen Maia-1 net, trained with the Bradley-Terry loss, scored on held-out gam
     python bench/accuracy/sscore_maia_trunk.py --games kibitz-out/games-chess --fine-tune --device cuda
 
 ``kibitz-sscore-chess`` (4 × 32, trained from scratch) ranks 2400-2600 below 2200-2400 on both
-held-out sets (docs/train.md). This experiment keeps Kibitz's score head (``ScoreHead``: move
+held-out sets (docs/research/log-nets.md). This experiment keeps Kibitz's score head (``ScoreHead``: move
 planes + trunk features + the policy's log-likelihood and entropy of the move) and the s-score
 batches and loss (``pipeline/train/sscore_batches.py``, ``pipeline/train/sscore.py``), but takes the
 trunk features and the policy from a Maia-1 net (6 × 64 SE, trained by CSSLab on millions of

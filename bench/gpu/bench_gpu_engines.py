@@ -14,7 +14,7 @@ Batch norm is already folded into the convolutions when Kibitz loads Maia (``Lc0
 batch-norm layers); ``torch.compile`` (Inductor) fuses the remaining bias, activation, mask and
 SE arithmetic into Triton kernels around cuDNN's convolutions, and ``reduce-overhead`` replays
 the result as CUDA graphs. TensorRT's builder cannot be installed on the machines measured
-(docs/gpu.md), so it has no row.
+(docs/guide/gpu.md), so it has no row.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ a net). With CUDA (and TensorRT installed) the same sweep also runs on the GPU: 
 TensorRT FP32 and TensorRT FP16 (trunk FP16, heads FP32 as KataGo does). On a CPU that
 multiplies bfloat16 natively (AVX-512 BF16 or AMX) a PyTorch BF16 row is added: how a GPU config
 runs here with ``--precision bf16``, and which batch to give it (``kibitz extract --batch-size``,
-docs/extract.md). The "compiled" rows run the net through ``torch.compile`` (``kibitz extract
+docs/guide/extract.md). The "compiled" rows run the net through ``torch.compile`` (``kibitz extract
 --compile``): Inductor fuses each batch norm's scale, shift and activation into one pass, which
 eager PyTorch makes three passes over memory; the compile (tens of seconds) is the warm-up call,
 untimed.

@@ -8,7 +8,7 @@ Ingestion's readers (``pipeline/ingest/pgn_reader.py``, ``pipeline/ingest/sgf_pa
 extraction's encoders (``pipeline/chess_game/encode.py``, ``pipeline/go_game/encode.py``) are
 numba kernels whose machine code numba keeps in an on-disk cache. On a node whose cache is empty
 (a fresh machine) every new Ray worker compiled the kernels itself: a fresh H100 node's first
-chess extraction spent 121 CPU-s encoding against 4.5 on a warm one (docs/gpu.md). The drivers
+chess extraction spent 121 CPU-s encoding against 4.5 on a warm one (docs/guide/gpu.md). The drivers
 now compile them once before any worker starts (``kibitz ingest``: ``ChunkReader.compile_kernels``;
 ``kibitz extract``: ``Extraction.compile_encoders``), so the workers load the cache.
 

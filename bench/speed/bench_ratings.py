@@ -1,4 +1,4 @@
-"""Benchmarks of the rating systems (figures quoted in docs/ratings.md).
+"""Benchmarks of the rating systems (figures quoted in docs/guide/ratings.md).
 
 1. Elo replay speed on one core: the numba loop on 10 million synthetic games (integer ids,
    1 million players) against a plain-Python loop on a 300,000-game subset, medians of repeats.

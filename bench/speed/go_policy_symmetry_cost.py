@@ -5,7 +5,7 @@ symmetries and turns the features back (``GoRankPolicyNet.turned_features``). Th
 the same size either way; this measures what the turns add to a forward and backward pass, on
 real held-out Fox positions, the two kinds interleaved so that a noisy machine slows both::
 
-    python bench/speed/go_policy_symmetry_cost.py [--model kibitz-go-policy-next] [--batch 32]
+    python bench/speed/go_policy_symmetry_cost.py [--model kibitz-go-policy] [--batch 32]
 
 Prints the median seconds of each and their ratio (turned / plain).
 """
@@ -33,7 +33,7 @@ from pipeline.train.sscore_batches import build_pool
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="kibitz-go-policy-next", help="registry name or file")
+    parser.add_argument("--model", default="kibitz-go-policy", help="registry name or file")
     parser.add_argument("--batch", type=int, default=32, help="positions a step (default 32)")
     parser.add_argument("--repeats", type=int, default=5, help="timed steps of each kind")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")

@@ -8,7 +8,7 @@
 # reads lc0's reference planes: the kit must carry them, and the call stops before any work when
 # it does not. The first run on a fresh node also shows the driver's one compile of the numba
 # encoders (`Extraction.compile_encoders`) in its `stage_s.encode`. Figures of its first call
-# (28 November 2026, H200): docs/gpu.md. Run from the repository root with `.gpu-kit/site-ray`,
+# (28 November 2026, H200): docs/guide/gpu.md. Run from the repository root with `.gpu-kit/site-ray`,
 # `site-run` and the chess `shared.tar.xz` carried, made by
 #
 #   bash infra/gpu/kit.sh --shared-only models/maia data/chess/lichess-2024-02-blitz/testing \

@@ -2,13 +2,13 @@
 # One GPU call for issue #28 item 1: kibitz-go-policy (KataGo g170's trunk with the rank head:
 # trained on CPUs, then 2,000 steps of 256 on an H200 on 28 November as kibitz-go-policy-gpu,
 # rank layers refit, then on a CPU as the student of its own eight symmetries; 1,945,280
-# training positions in all, docs/train.md) trained further on the GPU, trunk and head together, then scored held out against the net it started from on the
+# training positions in all, docs/research/log-nets.md) trained further on the GPU, trunk and head together, then scored held out against the net it started from on the
 # same moves (bench/accuracy/go_policy_held_out.py --against, 16 moves per player instance of the testing
 # evaluation split and of candidating/: at 4 a column's own-group margin was within its noise;
 # the gain paired, since each net's own figure carries ± 0.20 points there and the gain's
-# ± 0.07–0.09, docs/train.md). Run from the repository root with site-ray, site-run, site-train and
+# ± 0.07–0.09, docs/research/log-nets.md). Run from the repository root with site-ray, site-run, site-train and
 # `bash infra/gpu/kit.sh --shared-only models/katago data/go/fox-selected/testing
-# data/go/fox-selected/by-player data/go/fox-selected/candidating` carried (docs/gpu.md gives
+# data/go/fox-selected/by-player data/go/fox-selected/candidating` carried (docs/guide/gpu.md gives
 # the tree and the sizes):
 #
 #   bash infra/gpu/day-go-policy.sh [SECONDS] [STEPS] [BATCH] [MAX_TRAIN_GAMES]
@@ -19,9 +19,9 @@
 # of the call); MAX_TRAIN_GAMES: fewer training games (28 November: 12,000 of 16,112, to fit a
 # second call's leftover time), or a check on a CPU.
 # TRAIN_OPTS (environment): more `kibitz train policy` options, e.g.
-# TRAIN_OPTS=--random-symmetries (docs/train.md: trained on random symmetries) or
-# TRAIN_OPTS="--teacher-symmetries 8 --teacher-weight 0.7" (docs/train.md: a student of two symmetries),
-# with --precision bf16 to run each step's forward in bfloat16 (docs/train.md: training at bfloat16;
+# TRAIN_OPTS=--random-symmetries (docs/research/log-nets.md: trained on random symmetries) or
+# TRAIN_OPTS="--teacher-symmetries 8 --teacher-weight 0.7" (docs/research/log-nets.md: a student of two symmetries),
+# with --precision bf16 to run each step's forward in bfloat16 (docs/research/log-nets.md: training at bfloat16;
 # 1.73× on this project's CPU, not yet measured on a GPU).
 # Training stops in time to leave 170 s for scoring and packing. Back in $OUT: the model, its
 # card and ONNX, the checkpoint (carry it as .gpu-kit/go-policy-last.pt and the next call
@@ -66,7 +66,7 @@ python3 bench/accuracy/go_policy_held_out.py --model $run/model.kibitz.pt --posi
     --against kibitz-go-policy --device "$device" | tee -a "$OUT/held-out.txt"
 echo "scored at $((SECONDS - start)) s" | tee -a "$OUT/times.txt"
 # The same moves with the features averaged over the board's 8 symmetries (8 trunk passes a
-# move; docs/train.md: four gave kibitz-go-policy-next +0.77 points, 34 millinats a move).
+# move; docs/research/log-nets.md: four gave kibitz-go-policy-next +0.77 points, 34 millinats a move).
 if [ "$(left)" -gt 60 ]; then
     python3 bench/accuracy/go_policy_held_out.py --model $run/model.kibitz.pt --positions 16 \
         --symmetries 8 --device "$device" | tee -a "$OUT/held-out.txt"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One GPU call for the Go work (docs/gpu.md, "A GPU day"): the Fox testing and by-player splits
+# One GPU call for the Go work (docs/guide/gpu.md, "A GPU day"): the Fox testing and by-player splits
 # extracted whole at BF16 (the shipped kibitz-meta-go's number format), each aggregated, then
 # the PyTorch engines benchmark. Run from the repository root with the parts of `.gpu-kit` the
 # call needs carried (site-ray, site-run, a shared.tar.xz with KataGo, the two Fox splits,

@@ -1,5 +1,5 @@
 # Source on the GPU machine, from the repository root, with the parts of `.gpu-kit` the call
-# needs carried (infra/gpu/kit.sh builds them here; docs/gpu.md, "A GPU day"):
+# needs carried (infra/gpu/kit.sh builds them here; docs/guide/gpu.md, "A GPU day"):
 #
 #   source infra/gpu/env.sh && kibitz extract go --games games --out features
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build, here, what an air-gapped GPU machine needs beside the working tree (docs/gpu.md, "A GPU day").
+# Build, here, what an air-gapped GPU machine needs beside the working tree (docs/guide/gpu.md, "A GPU day").
 #
 # The GPU machines Kibitz was measured on run Python 3.12 with PyTorch and the scientific
 # stack (image-packages.txt) but not Ray, DuckDB, LightGBM, MLflow, python-chess…; they reach no

@@ -1058,7 +1058,7 @@ def compile_kernels() -> None:
     cache; without it every new worker of a fresh node compiled them itself (121 CPU-s of
     encoding on a fresh 16-core GPU node against 4.5 on a warm one; 8 processes encoding a
     chunk, 238 CPU-s against 63 with this call first: ``bench/speed/bench_numba_cache.py --stage encode``,
-    docs/gpu.md).
+    docs/guide/gpu.md).
     """
     moves = [["e2e4", "e7e5", "g1f3"]]
     positions = encode_games(moves, packed=True)

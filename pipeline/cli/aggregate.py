@@ -10,7 +10,7 @@ Writes OUT/player_instance_features.parquet, OUT/player_features.parquet,
 OUT/rank_groups.parquet, OUT/prior_profile.parquet and OUT/loss_by_move_number.parquet. OUT is
 by default ``aggregates-<kind>`` beside the features folder, where the output home's catalog
 sees it: ``duckdb kibitz-out/kibitz.duckdb`` then has the views ``chess_player_features`` …
-(pipeline/core/catalog.py). The SQL is in sql/ (staging → marts → reports); see docs/meta.md.
+(pipeline/core/catalog.py). The SQL is in sql/ (staging → marts → reports); see docs/guide/estimate.md.
 ``--merge`` joins the aggregates of runs over disjoint games (``kibitz extract --part K/N``)
 into the folder one run over all of them would have written (pipeline/meta/aggregate_merge.py).
 """

@@ -9,7 +9,7 @@ Averages each player's instances, estimates their strength with the meta-models'
 rating has a conformal p-value ≤ ``--alpha`` (the false-positive rate for unaltered players).
 Writes ``audit-GAME/audit.parquet`` (DuckDB view ``GAME_audit`` in the home's catalog) and
 ``audit.png``, logs an MLflow run (experiment ``kibitz-audit-GAME``) and prints the flagged
-players, most surprising first. See docs/meta.md (Audit).
+players, most surprising first. See docs/guide/estimate.md (Audit).
 """
 
 from __future__ import annotations

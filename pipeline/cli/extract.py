@@ -6,14 +6,14 @@
 
 ``--part K/N`` extracts the chunks of part K of N (disjoint games; the N parts together are
 the whole table): a run too long for one machine or one call is split, each part aggregated on
-its own and the aggregates merged (``kibitz aggregate --merge``, docs/gpu.md).
+its own and the aggregates merged (``kibitz aggregate --merge``, docs/guide/gpu.md).
 
 ``--skip-done AGGREGATES...`` continues a run whose features are gone but whose aggregates were
 kept: the chunks those aggregates hold (same config, same games table) are not extracted again;
 merge the old aggregates with the new run's afterwards.
 
 Exit status 1 when every game was quarantined (the reasons are in ``OUT/_quarantine``).
-See docs/extract.md for the output schema and figures.
+See docs/guide/extract.md for the output schema and figures.
 """
 
 from __future__ import annotations
@@ -110,23 +110,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--precision",
         choices=PRECISIONS,
         help="override the config's number format (bf16: GPUs and CPUs with AVX-512 BF16 or AMX, "
-        "docs/extract.md)",
+        "docs/guide/extract.md)",
     )
     parser.add_argument(
         "--batch-size",
         type=int,
         metavar="N",
-        help="override the backend's positions per net call (a GPU config on a CPU: 256, docs/extract.md)",
+        help="override the backend's positions per net call (a GPU config on a CPU: 256, docs/guide/extract.md)",
     )
     parser.add_argument(
         "--compile",
         action="store_true",
-        help="torch.compile the nets (torch backend; 1.5-2.5x the nets on a GPU, docs/gpu.md)",
+        help="torch.compile the nets (torch backend; 1.5-2.5x the nets on a GPU, docs/guide/gpu.md)",
     )
     parser.add_argument(
         "--cuda-graphs",
         action="store_true",
-        help="--compile, and replay each net's batches as CUDA graphs (a GPU; docs/gpu.md)",
+        help="--compile, and replay each net's batches as CUDA graphs (a GPU; docs/guide/gpu.md)",
     )
     parser.add_argument("--nodes", type=int, help="override Stockfish's node limit")
     parser.add_argument("--max-games", type=int, help="only the first N games (trial runs)")

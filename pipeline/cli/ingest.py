@@ -89,7 +89,7 @@ def _add_game_parser(subparsers: argparse._SubParsersAction, game: str, what: st
         choices=PRESET_NAMES,
         help=f"built-in selection rules (default: {DEFAULT_PRESETS[game]})",
     )
-    chosen.add_argument("--rules", help="your own selection rules YAML (see docs/ingest.md)")
+    chosen.add_argument("--rules", help="your own selection rules YAML (see docs/guide/ingest.md)")
     parser.add_argument(
         "--games-per-chunk",
         type=int,

@@ -1,7 +1,12 @@
 """``kibitz models``: list, fetch and check the registered nets.
 
 - ``kibitz models list`` shows every registry entry (built-in and the models directory's
-  ``registry.yaml``) with whether its file is present and its sha256 matches.
+  ``registry.yaml``) with its role, whether its file is present and its sha256 matches,
+  defaults first. A **default** is a net the extraction presets run or the shipped default
+  meta-models (``kibitz-meta-chess``, ``kibitz-meta-go``) were fitted on, or one of those
+  meta-models; a **reference** is an entry no default uses (a public net to compare against,
+  the small policy the tests run); a **user** entry comes from the models directory's own
+  ``registry.yaml`` (``kibitz train … --register``).
 - ``kibitz models fetch NAME... | --all`` downloads entries from their url, verified by sha256;
   without a network it fails within the connect timeout with a clear message.
 - ``kibitz models check NAME --pgn FILE | --sgf FILE`` prints move-matching accuracy and mean
@@ -18,12 +23,15 @@ directory, exactly like ``KIBITZ_MODELS_DIR``.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
 from pathlib import Path
 
+from pipeline.extract.config import preset
 from pipeline.kinds import game_kind
+from pipeline.meta.registered import default_name
 from pipeline.nets import registry as model_registry
 from pipeline.nets.backends import BACKENDS
 
@@ -46,19 +54,49 @@ def _status(entry: model_registry.ModelEntry, verify: bool) -> tuple[str, str]:
     return "yes", "ok" if actual == entry.sha256 else "MISMATCH"
 
 
+ROLES = ("default", "reference", "user")  # the order ``kibitz models list`` shows them in
+
+
+def default_models(entries: list[model_registry.ModelEntry]) -> set[str]:
+    """The names the defaults use: each game's extraction preset's nets, its default
+    meta-models and the nets those were fitted on (their manifest names the nets it read, by
+    the names they had then, which ``formerly`` maps to today's)."""
+    names: set[str] = set()
+    by_name = {e.name: e for e in entries}
+    for game in model_registry.GAMES:
+        meta = default_name(game)
+        names |= preset(game).models() | {meta}
+        if meta in by_name and by_name[meta].present:
+            manifest = json.loads(by_name[meta].file.read_text(encoding="utf-8"))
+            names |= set(manifest.get("features_config", {}).get("nets", {}))
+    return names
+
+
+def model_role(entry: model_registry.ModelEntry, defaults: set[str]) -> str:
+    if entry.name in defaults or defaults & set(entry.formerly):
+        return "default"
+    return "reference" if entry.source in ("built-in", "project") else "user"
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     _use_models_dir(args)
     entries = model_registry.list_models()
-    rows = [("name", "game", "format", "present", "sha256", "license", "path")]
+    defaults = default_models(entries)
+    roles = {e.name: model_role(e, defaults) for e in entries}
+    entries.sort(key=lambda e: ROLES.index(roles[e.name]))  # stable: registry order within
+    rows = [("name", "role", "game", "format", "present", "sha256", "license", "path")]
     for entry in entries:
         present, sha = _status(entry, verify=not args.no_verify)
         name = entry.name + (f" (formerly {', '.join(entry.formerly)})" if entry.formerly else "")
-        rows.append((name, entry.game, entry.format, present, sha, entry.license, str(entry.file)))
+        rows.append(
+            (name, roles[entry.name], entry.game, entry.format, present, sha, entry.license,
+             str(entry.file))
+        )  # fmt: skip
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
         print("  ".join([*cells, row[-1]]))
-    bad = [r[0] for r in rows[1:] if r[4] == "MISMATCH"]
+    bad = [r[0] for r in rows[1:] if r[5] == "MISMATCH"]
     if bad:
         print(f"sha256 mismatch: {', '.join(bad)}", file=sys.stderr)
         return 1
@@ -134,7 +172,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     commands = parser.add_subparsers(dest="models_command", metavar="SUBCOMMAND", required=True)
 
-    listing = commands.add_parser("list", help="show registered nets, presence and sha256 status")
+    listing = commands.add_parser(
+        "list", help="show registered nets: role (default first), presence and sha256 status"
+    )
     listing.add_argument(
         "--no-verify", action="store_true", help="skip hashing the files (faster on big nets)"
     )

@@ -7,7 +7,7 @@
 ``train meta`` trains the LightGBM rank-estimation meta-models of Kuboki et al. (2025) on the
 player-instance aggregates (``kibitz aggregate``; built into OUT/aggregates when only
 ``--features`` is given), evaluates them with rank-group and player-specific sampling and
-tracks every model as an MLflow run (see docs/meta.md). Each trainer adds its own sub-parser
+tracks every model as an MLflow run (see docs/guide/estimate.md). Each trainer adds its own sub-parser
 in this module (``_add_<trainer>_parser``).
 """
 

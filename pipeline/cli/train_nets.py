@@ -18,7 +18,7 @@ run is tracked in the project's MLflow store (``$KIBITZ_HOME/mlflow.db`` unless
 ``--groups`` / ``--batch-size`` so each step fills it. ``--init-from MODEL`` starts a new run from a trained model's weights (same format and net
 shape) with a fresh schedule, to train a shipped model further or on other games; ``--init-from
 A,B`` starts from the mean of both models' weights (the ends of successive schedules of one
-line of runs average into a better model: docs/train.md). ``policy
+line of runs average into a better model: docs/guide/train.md). ``policy
 --trunk KATAGO`` puts the rank head on a registered KataGo net's trunk (copied exactly; its
 weights end up in the exported file) instead of Kibitz's own, ``--trunk-mode`` frozen (the
 head alone trains), finetune (the trunk too, at ``--trunk-lr-scale`` × the LR) or rank-layers
@@ -28,7 +28,7 @@ head alone trains), finetune (the trunk too, at ``--trunk-lr-scale`` × the LR) 
 N`` distils the ``--init-from`` policy averaged over N symmetries into a one-orientation net.
 ``--register NAME --models-root DIR`` then copies the model into ``DIR/NAME`` and adds it to
 ``DIR/registry.yaml``, after which ``kibitz models list`` shows it and ``load_net(NAME)`` loads it
-(see docs/train.md).
+(see docs/guide/train.md).
 """
 
 from __future__ import annotations

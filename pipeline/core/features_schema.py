@@ -1,7 +1,7 @@
 """The per-move features table: one row per move played, the contract between extraction and the
 SQL aggregates / meta-models.
 
-Keep in sync with the "Features table" section of docs/tables.md and with ``sql/staging/stg_moves.sql``.
+Keep in sync with the "Features table" section of docs/reference/tables.md and with ``sql/staging/stg_moves.sql``.
 
 Layout on disk (hive partitioning)::
 

@@ -1,6 +1,6 @@
 """The games table: one row per game, the contract between ingestion and everything after it.
 
-Keep in sync with the "Games table" section of docs/tables.md and with ``sql/staging/stg_games.sql``.
+Keep in sync with the "Games table" section of docs/reference/tables.md and with ``sql/staging/stg_games.sql``.
 
 Layout on disk (hive partitioning, DuckDB reads it with
 ``read_parquet('DIR/**/*.parquet', hive_partitioning = true)``)::

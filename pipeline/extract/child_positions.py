@@ -10,7 +10,7 @@ Which moves are likely is known only after the imitation net's pass, so a chunk 
 of the net actor with a CPU task between them (``actors/extract_tasks.children_task``) that
 encodes these positions. The actor runs other chunks' passes meanwhile instead of waiting for
 Python: on an H100 the chess value-net path spent 10.6 s of a 32 s run encoding children inside
-the actor (docs/gpu.md).
+the actor (docs/guide/gpu.md).
 
 The game-specific encoders are ``extract_chess.encode_chess_children`` and
 ``extract_go.encode_go_children``; each net step's ``evaluate_children`` values them through

@@ -83,7 +83,7 @@ class ExpectedLossConfig:
 
 # Positions per net call where the nets run on CPUs: they saturate about here, and more only
 # costs memory (estimating one Go player of 21 games with a GPU config's batch of 4,096 peaked
-# at 6.1 GB and took 76 s; at 256, 1.3 GB and 43 s, the same estimate: docs/meta.md).
+# at 6.1 GB and took 76 s; at 256, 1.3 GB and 43 s, the same estimate: docs/guide/estimate.md).
 CPU_BATCH = 256
 
 
@@ -103,7 +103,7 @@ class ExtractConfig:
     # torch backend: run each net through torch.compile (Inductor fuses the bias, activation,
     # mask and SE arithmetic around the convolutions): 1.47x Maia and 2.49x KataGo b6c96 against
     # eager FP16 at batch 4096 on an H100 (bench/gpu/bench_gpu_engines.py), 1.12x the chess
-    # value-net extraction's steady rate (docs/gpu.md); each net compiles on its first batch (~10 s).
+    # value-net extraction's steady rate (docs/guide/gpu.md); each net compiles on its first batch (~10 s).
     compile: bool = False
     # with compile, on a GPU: Inductor's reduce-overhead mode, each padded batch shape replayed as
     # one CUDA graph (pipeline.nets.evaluator.graph_batch): Maia 1.97x eager FP16 against 1.47x
@@ -140,6 +140,12 @@ class ExtractConfig:
         raise ConfigError(
             f"no imitation net named {name!r} in {[n.name for n in self.imitation_nets]}"
         )
+
+    def models(self) -> set[str]:
+        """The registry names (or files) of every net this config runs: what a preset makes a
+        default (``kibitz models list`` shows them first)."""
+        nets = {n.model for n in (*self.imitation_nets, *self.strength_nets)}
+        return nets | {m for m in (self.value.model, self.expected_loss.net) if m}
 
     def validate(self) -> ExtractConfig:
         """Raise :class:`ConfigError` on anything inconsistent; return self for chaining."""

@@ -4,7 +4,7 @@ Each function reads one SGF property value and returns typed fields for the game
 are cached because a dump repeats the same few values millions of times (``RE[W+R]``,
 ``KM[650]``, ``TM[60]``), which keeps header decoding off the profile.
 
-Fox specifics handled here (see ``docs/ingest-go.md``):
+Fox specifics handled here (see ``docs/guide/ingest.md``):
 
 - ``KM`` is komi × 100 in both raw and curated Fox files (``KM[650]`` = 6.5, ``KM[375]`` = 3.75,
   ``KM[0]`` = 0). A value with a decimal point (``KM[6.5]``, other servers) is taken as is; an

@@ -735,7 +735,7 @@ def compile_kernels() -> None:
 
     ``kibitz ingest`` calls it in the driver before Ray starts its workers, which then load
     the kernels instead of each compiling them: on an empty cache 8 workers reading 1,000 games
-    each spent 421 CPU-s, against 70 with this call first (docs/ingest.md,
+    each spent 421 CPU-s, against 70 with this call first (docs/guide/ingest.md,
     ``bench/speed/bench_numba_cache.py --stage ingest``).
     """
     data = _COMPILE_PGN

@@ -31,7 +31,7 @@ Bad input never stops a chunk: empty, NUL-filled and non-SGF files or members, u
 corrupt 7z members, truncated trees, broken bytes and bad move values each become a quarantine
 row naming the file, the member and the game. ``read = kept + quarantined`` per chunk.
 
-Run ``python -m pytest tests/test_ingest_go.py``; see ``docs/ingest-go.md``.
+Run ``python -m pytest tests/test_ingest_go.py``; see ``docs/guide/ingest.md``.
 """
 
 from __future__ import annotations
@@ -528,7 +528,7 @@ def compile_kernels() -> None:
 
     ``kibitz ingest`` calls it in the driver before Ray starts its workers, which then load
     the kernels instead of each compiling them (``bench/speed/bench_numba_cache.py --stage ingest``,
-    docs/ingest.md).
+    docs/guide/ingest.md).
     """
     reader = _Reader()
     reader.add_segments([_Segment("<compile_kernels>", None, _COMPILE_SGF)])

@@ -86,7 +86,7 @@ class Estimate:
     interval_95: list[float] | None
     # What the intervals were calibrated on: "player" (one player's own n_model games, where the
     # model has a player-specific set) or "rank_group" (samples of n_model different players,
-    # which cover one player's own games less from about 10 games on: docs/meta.md).
+    # which cover one player's own games less from about 10 games on: docs/guide/estimate.md).
     interval_calibration: str | None
     # How often those intervals held on one player's own n_model games, measured on players
     # they were not calibrated on ([80 %, 95 %]); None where not measured.
@@ -104,7 +104,7 @@ class Estimate:
     n_trained: list[int]  # the n the meta-models were trained at
     # The nets' number format here and in the training features' extraction: they differ where
     # this machine lacks the training's arithmetic (FP16 of a GPU, BF16 of a bfloat16 CPU), and
-    # the nets then run FP32 (pipeline.nets.evaluator.runnable_precision; docs/meta.md).
+    # the nets then run FP32 (pipeline.nets.evaluator.runnable_precision; docs/guide/estimate.md).
     precision: str
     precision_trained: str
     rated_rank_groups: list[str]  # the player's own groups according to the files, if any
@@ -141,7 +141,7 @@ class Estimate:
             return ""
         return (
             f"nets run at {self.precision} here; the model's features were extracted at "
-            f"{self.precision_trained}, which this machine lacks (docs/meta.md: what it changes)\n"
+            f"{self.precision_trained}, which this machine lacks (docs/guide/estimate.md: what it changes)\n"
         )
 
     def _needed_text(self) -> str:
@@ -240,7 +240,7 @@ def extraction_config(
         config = config_from_dict(saved) if saved else preset(models.manifest["game"])
         # How the training run's nets ran, not what they computed: compiling costs tens of
         # seconds and a C++ compiler against a few games' positions (the values agree to the
-        # number format's rounding, docs/extract.md), and CUDA graphs need a GPU.
+        # number format's rounding, docs/guide/extract.md), and CUDA graphs need a GPU.
         config.compile = config.cuda_graphs = False
     if nodes:
         config.value.nodes = nodes

@@ -209,7 +209,7 @@ class AggregatedGames:
     """Games that earlier runs' aggregates already hold: a ``plan_chunks`` filter.
 
     A long extraction's features may be lost with a machine while its small aggregates were
-    kept (committed, as docs/gpu.md asks). Chunks commit whole, so a chunk with any game among
+    kept (committed, as docs/guide/gpu.md asks). Chunks commit whole, so a chunk with any game among
     the aggregates' instances was extracted entirely (its other games quarantined): skipping it
     leaves exactly the games still to do, and ``kibitz aggregate --merge`` then joins the old
     aggregates with this run's. Aggregates of another config (their features config hash), or

@@ -67,7 +67,7 @@ def run_ingest(config: IngestConfig) -> dict[str, Any]:
     stats = RunStats()
     compiled = time.perf_counter()
     # Before any worker starts: a fresh node's workers then load the readers' kernels from
-    # numba's cache rather than each compiling them (about 45 CPU-s a chess worker, docs/ingest.md).
+    # numba's cache rather than each compiling them (about 45 CPU-s a chess worker, docs/guide/ingest.md).
     reader.compile_kernels()
     logger.info("readers compiled or loaded in %.1f s", time.perf_counter() - compiled)
     with RayChunkRunner(address=config.address, num_cpus=config.num_cpus) as runner:

@@ -186,7 +186,7 @@ def conformal_folds(config: MetaConfig) -> int:
     A rank-group sample of n instances is drawn from one split's pool of each group; at large n
     its error is mostly the pool's own deviation, which shrinks with the pool's size. Folds the
     size of the evaluation split draw calibration samples from pools as large as the ones the
-    coverage is measured on (`python bench/accuracy/conformal_coverage.py`, docs/meta.md).
+    coverage is measured on (`python bench/accuracy/conformal_coverage.py`, docs/guide/estimate.md).
     ``config.conformal_folds`` > 0 sets the number instead.
     """
     if config.conformal_folds > 0:

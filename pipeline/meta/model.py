@@ -8,7 +8,7 @@ Protocol (one call of :func:`train_and_evaluate` per sample size n):
    split of averaged samples would allow), evaluation samples from the evaluation games.
    With ``MetaConfig.fit_split = "validation"`` the first two swap, for features of a net
    trained on the train games, which scores them better than new games (on the chess subset of
-   docs/meta.md the Spearman correlation of mean s-score with rank group is 0.716 on
+   docs/guide/estimate.md the Spearman correlation of mean s-score with rank group is 0.716 on
    train-split instances against 0.593 on evaluation ones);
 2. a sample is the mean features of n instances (:mod:`pipeline.meta.samples`); the target is
    the rank group index, 0 = weakest (``rank_groups.group_index``);
@@ -106,7 +106,7 @@ class MetaConfig:
     # The split whose instances the meta-models (and the Chen baseline's group means) are
     # fitted on; the other of train / validation monitors the fit. "validation" keeps the
     # features of nets trained on the train split (Kibitz's s-score and Go policy nets) out of
-    # sample, with an eighth of the games (docs/meta.md measures both).
+    # sample, with an eighth of the games (docs/guide/estimate.md measures both).
     fit_split: str = "train"
     # The strength nets (extraction config names) whose s-scores the models may use; empty:
     # every one in the features (the chess preset extracts two).

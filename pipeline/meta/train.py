@@ -148,9 +148,9 @@ def warn_in_sample(config: MetaConfig, trained: list[str]) -> None:
 
     A net trained on the train split scores those games better than new ones (the s-score's
     Spearman correlation with the band: 0.716 on train-split instances, 0.626 on validation
-    ones and 0.593 on evaluation ones in docs/meta.md), so its features are in-sample for a
+    ones and 0.593 on evaluation ones in docs/guide/estimate.md), so its features are in-sample for a
     meta-model fitted there. Fitting on the validation split avoids it but has an eighth of
-    the games, and on the chess run of docs/meta.md fitted worse models; so the choice is the
+    the games, and on the chess run of docs/guide/estimate.md fitted worse models; so the choice is the
     user's (``--fit-split``).
     """
     if trained and config.fit_split == "train":

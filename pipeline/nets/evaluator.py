@@ -42,7 +42,7 @@ def runs_natively(precision: str, device: str) -> bool:
     bfloat16 in hardware: AVX-512 BF16 (``avx512_bf16``: AMD Zen 4 on, Intel Cooper Lake) or
     AMX (``amx_bf16``: Intel Xeon of the 4th generation on). On this project's AMD EPYC
     (``avx512_bf16``, no AMX) the Go preset's extraction ran 2.72x FP32's rate at BF16
-    (``python bench/speed/bench_cpu_precision.py --games 3 --threads 2``, docs/extract.md).
+    (``python bench/speed/bench_cpu_precision.py --games 3 --threads 2``, docs/guide/extract.md).
     Elsewhere oneDNN emulates it: KataGo g170 ran at 0.21x FP32's rate capped to AVX2
     (``ONEDNN_MAX_CPU_ISA=AVX2 python bench/speed/bench_cpu_precision.py --games 0``).
     """
@@ -276,7 +276,7 @@ def make_evaluator(
 
     ``compile`` (torch only) runs the net through ``torch.compile``: Inductor fuses the bias,
     activation, mask and SE arithmetic around cuDNN's convolutions (1.47x Maia, 2.49x KataGo
-    b6c96 on an H100, docs/gpu.md), at a compile of seconds when the evaluator first runs.
+    b6c96 on an H100, docs/guide/gpu.md), at a compile of seconds when the evaluator first runs.
     ``cache_dir`` holds ONNX exports and TensorRT engines (default
     ``$KIBITZ_HOME/cache``); ``max_batch`` bounds each backend call and is the top of the
     TensorRT optimisation profile.

@@ -44,7 +44,7 @@ from pipeline.go_game import spec as go_spec
 from pipeline.nets.katago_net import KataGoNet, KataGoTrunk
 from pipeline.nets.sscore_net import ResidualTrunk
 
-# 10k … 1k, 1d … 9d, weakest first (keep in sync with docs/train.md).
+# 10k … 1k, 1d … 9d, weakest first (keep in sync with docs/research/log-nets.md).
 GO_POLICY_RANKS = tuple([f"{n}k" for n in range(10, 0, -1)] + [f"{n}d" for n in range(1, 10)])
 # How training treats a KataGo trunk: "frozen" trains the head only, "finetune" the trunk too,
 # "rank-layers" only the per-rank layers on a trained policy's shared features (trunk and head
@@ -250,7 +250,7 @@ class GoRankPolicyNet(nn.Module):
         Training on random symmetries teaches the trunk and head conv that Go is the same game
         turned or mirrored. The features come back in the board's own orientation, so the rank
         layers still learn where players open: their per-point bias is a prior that Fox's custom
-        of opening in the upper right makes orientation-dependent (docs/train.md). One trunk
+        of opening in the upper right makes orientation-dependent (docs/research/log-nets.md). One trunk
         pass for the whole batch: the boards are grouped by symmetry, so it costs 8 turns and 8
         turns back, none per position.
         """

@@ -181,7 +181,7 @@ def write_entry(models_root: Path, entry: dict[str, Any]) -> Path:
         entry = {**entry, "history": old[0]["history"]}
     entries.append(entry)
     entries.sort(key=lambda e: e["name"])
-    text = "# Kibitz's own trained models (kibitz train … --register NAME); see docs/train.md.\n"
+    text = "# Kibitz's own trained models (kibitz train … --register NAME); see docs/guide/train.md.\n"
     registry.write_text(
         text + yaml.safe_dump({"models": entries}, sort_keys=False, allow_unicode=True),
         encoding="utf-8",

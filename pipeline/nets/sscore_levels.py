@@ -1,7 +1,7 @@
 """An s-score estimator on the policies of several imitation levels (format ``kibitz-sscore-levels``).
 
 Kibitz's s-score nets trained from scratch, and a score head on one frozen Maia-1 net, leave
-held-out chess 2400-2600 level with 2200-2400 (docs/train.md); yet how a played move's
+held-out chess 2400-2600 level with 2200-2400 (docs/research/log-nets.md); yet how a played move's
 likelihood changes from one Maia-1 level to the next does separate them. This estimator keeps
 Chen et al.'s training (grouped batches of one player instance per rank, the Bradley-Terry loss,
 the random-move rank r∞: ``pipeline/train/sscore_levels.py``) and replaces the trunk by the
@@ -51,7 +51,7 @@ __all__ = [
 MAIA_LEVELS = tuple(f"maia-{rating}" for rating in range(1100, 2000, 100))
 # The Go preset's imitation levels (pipeline/presets/extract-go.yaml): the rank policy at one
 # rank per rank group, then KataGo g170's policy. Without KataGo's judgement of the move the
-# head reaches 29.5 % at n = 20 instead of 44.0 % (docs/train.md): adjacent ranks of the Kibitz
+# head reaches 29.5 % at n = 20 instead of 44.0 % (docs/research/log-nets.md): adjacent ranks of the Kibitz
 # policy differ by about a millinat per move.
 GO_RANK_LEVELS = tuple(
     f"kibitz-go-policy@{rank}" for rank in ("4k", "2k", *(f"{n}d" for n in range(1, 10)))

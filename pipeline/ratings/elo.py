@@ -13,7 +13,7 @@ when both K are equal.
 
 The replay is one compiled loop (numba) over integer player codes; everything else (coding,
 ordering, histories) is vectorised in ``pipeline.ratings.data``. Measured speed: see
-``bench/speed/bench_ratings.py`` and docs/ratings.md.
+``bench/speed/bench_ratings.py`` and docs/guide/ratings.md.
 
 Run: ``kibitz ratings fit --games DIR --system elo --out DIR``.
 """

@@ -16,7 +16,7 @@ Landfried & Mocskos), restated over flat arrays: skills are "nodes" (one per pla
 step, linked to the player's previous and next node), messages are natural parameters (π = 1/σ²,
 τ = μ/σ²) in numpy arrays, and the sweeps are one numba function. Why not the package itself:
 it builds Python objects for every game and skill and re-creates dictionaries per sweep — see
-docs/ratings.md for its measured time on the 27,000 raw Fox games against this module's, and a
+docs/guide/ratings.md for its measured time on the 27,000 raw Fox games against this module's, and a
 synthetic 3.5-million-game history (the size of the paper's chess history) is out of its reach.
 Tests compare both on real games (the package's approximate erfc replaced by ``math.erfc``, the
 function this module uses).

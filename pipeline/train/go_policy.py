@@ -118,7 +118,7 @@ class GoPolicyTrainConfig(TrainSettings):
     # Self-distillation: > 0 makes the --init-from policy, its features averaged over this many
     # symmetries, a frozen teacher whose move distribution at the mover's rank is a soft target
     # beside the played move (the symmetry ensemble reads moves better than one orientation,
-    # and distillation moves part of that into a net that runs one trunk pass; docs/train.md).
+    # and distillation moves part of that into a net that runs one trunk pass; docs/research/log-nets.md).
     teacher_symmetries: int = 0
     teacher_weight: float = 0.5  # the soft target's share of the loss; the played move's 1 − it
     # fp32, or bf16: each step's forward under bfloat16 autocast (step_autocast). Not a resume

@@ -313,7 +313,7 @@ def initial_weights(
     ``names`` may list several models, comma-separated: the run then starts from the mean of
     their weights. Averaging the ends of successive schedules of one line of runs (a "model
     soup", Wortsman et al. 2022; Izmailov et al.'s SWA) lands nearer the middle of the basin
-    they wander in than any one of them, which generalises better (docs/train.md measures it
+    they wander in than any one of them, which generalises better (docs/research/log-nets.md measures it
     on the Go policy). Floating-point tensors are averaged, batch-norm statistics included;
     counters are the last model's. The record is that of the model with the most training
     positions behind it (the line's end: the others' positions are already behind it), with

@@ -219,7 +219,7 @@ _LEVELS_LIMITS = {
     "move. Kibitz's rank-conditioned Go policies learnt from about 16,000 Fox games (a rank "
     "head on KataGo g170's small trunk, or a 4 × 32 net), not the millions of human games of "
     "a HumanSL net, and their ranks' priors for the same move differ by only hundredths of a "
-    "nat (docs/train.md).",
+    "nat (docs/research/log-nets.md).",
 }
 _LEVELS_INPUTS = {
     "chess": "planes, played move",
