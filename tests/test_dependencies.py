@@ -43,13 +43,17 @@ def imported_modules(*roots: str) -> set[str]:
 
 
 def test_the_runtime_list_is_what_the_code_imports():
-    distributions = packages_distributions()
-    modules = imported_modules("pipeline", "actors") - set(OPTIONAL)
-    imported = {_name(distributions[m][0]) for m in modules}
-    imported = {"mlflow" if n == "mlflow-skinny" else n for n in imported}
+    distributions = packages_distributions()  # module -> the distributions that provide it
     declared = {_name(r) for r in PROJECT["dependencies"]}
+    provided = {
+        module: {_name(d) for d in distributions[module]}
+        for module in imported_modules("pipeline", "actors") - set(OPTIONAL)
+    }
+    undeclared = sorted(m for m, names in provided.items() if not names & declared)
+    assert not undeclared, f"imported but not in the dependencies: {undeclared}"
     # onnxscript is torch.onnx.export(dynamo=True)'s exporter: used, never imported by name.
-    assert declared - {"onnxscript"} == imported
+    unused = declared - set().union(*provided.values()) - {"onnxscript"}
+    assert not unused, f"in the dependencies but never imported: {sorted(unused)}"
     assert {_name(r) for r in PROJECT["optional-dependencies"][OPTIONAL["tensorrt"]]} == {
         "tensorrt"
     }
