@@ -81,6 +81,8 @@ def synthetic_features(
         "expected_loss": pa.array(expected),
         "expected_loss_moves": pa.array(np.full(rows, 3), pa.int16()),
         "clock_s": pa.array(np.full(rows, 60.0, np.float32)),
+        "tc_base_s": pa.array(np.full(rows, 180), pa.int32()),
+        "tc_increment_s": pa.array(np.zeros(rows), pa.int32()),
     }
     for k, net in enumerate(nets):
         level = k / max(len(nets) - 1, 1)

@@ -24,6 +24,7 @@ from pipeline.chess_game.policy import (
 )
 from pipeline.chess_game.spec import POLICY_INDEX_OF
 from pipeline.core import settings
+from pipeline.nets import registry as model_registry
 from pipeline.nets.check_chess import check_net
 
 REFERENCE = settings.reference_dir()
@@ -160,3 +161,21 @@ def test_check_net_move_matching_is_maia_level() -> None:
     assert [row.band for row in result.rows] == ["1400-1600"]
     text = result.to_text()
     assert "1400-1600" in text and "accuracy" in text
+
+
+def test_maia_2200_is_registered_verified_and_reads_top_players_better_than_maia_1900() -> None:
+    """The tenth level (../shared/README.md: a Maia-1-format net trained on Lichess games of
+    players rated 2200-2299): registered with the sha256 the data's README gives, GPL-3.0, and
+    loaded as an Lc0 net. On the first 10 games of the testing split's 2400-2600 band (922
+    positions) its move matching is 53.80 % against Maia-1900's 49.46 %, mean log-likelihood
+    -1.3762 against -1.4654: the top band's moves are closer to its play."""
+    entry = model_registry.resolve("maia-2200")  # resolve verifies the file's sha256
+    assert entry.sha256 == "284dc0280faef11f78b9ccd62b51cc6861afc4d8de646fe3d32039cc1432ba8b"
+    assert (entry.format, entry.license) == ("lc0", "GPL-3.0")
+    top = {net: check_net(net, TESTING / "2400-2600.pgn.zst", max_games=10)
+           for net in ("maia-1900", "maia-2200")}  # fmt: skip
+    assert top["maia-2200"].positions == top["maia-1900"].positions == 922
+    assert top["maia-2200"].accuracy == pytest.approx(0.537961, abs=1e-6)
+    assert top["maia-1900"].accuracy == pytest.approx(0.494577, abs=1e-6)
+    assert top["maia-2200"].mean_loglik == pytest.approx(-1.376246, abs=1e-5)
+    assert top["maia-2200"].mean_loglik > top["maia-1900"].mean_loglik

@@ -4,6 +4,7 @@ a meta-model trained here on a small real feature set, and a player with two rea
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -57,7 +58,8 @@ def trained(tmp_path_factory) -> Path:
     code = main(
         [
             "train", "meta", "chess", "--aggregates", str(root / "aggregates"), "--out", str(root / "meta"),
-            "--n", "1,2", "--feature-sets", "full_dcloss,no_loss", "--split", "0.4,0.3,0.3",
+            "--n", "1,2", "--feature-sets", "full_dcloss,no_loss,full_dcloss_clock",
+            "--split", "0.4,0.3,0.3",
             "--train-draws", "50", "--eval-draws", "20",
         ]
     )  # fmt: skip
@@ -79,7 +81,8 @@ def test_estimate_prints_json_and_writes_report(trained: Path, capsys):
     assert out["player"] == PLAYER.lower()
     assert out["games_found"] == 2 and out["games_used"] == 2
     assert out["n_model"] == 2  # the trained n nearest to two games
-    assert out["feature_set"] == "full_dcloss"
+    # Lichess games carry %clk and a time control the training games had: the clock model
+    assert (out["feature_set"], out["feature_set_note"]) == ("full_dcloss_clock", None)
     assert out["rank_groups"] == list(BANDS)
     assert out["rank_group"] in BANDS
     assert out["rank_group"] == BANDS[out["rank_group_index"]]
@@ -90,7 +93,7 @@ def test_estimate_prints_json_and_writes_report(trained: Path, capsys):
     manifest = json.loads((trained / "meta" / "meta_models.json").read_text())
     row = next(
         r for r in manifest["results"]
-        if (r["method"], r["n"], r["sampling"]) == ("full_dcloss", 2, "rank_group")
+        if (r["method"], r["n"], r["sampling"]) == ("full_dcloss_clock", 2, "rank_group")
     )  # fmt: skip
     assert out["model"] == str(trained / "meta")
     assert (out["model_accuracy"], out["model_accuracy_pm1"]) == (
@@ -123,7 +126,7 @@ def test_estimate_prints_json_and_writes_report(trained: Path, capsys):
     assert steps[-1]["strength"] == pytest.approx(out["strength"])
     # games needed for 60 % within ±1: the first trained n whose measured ±1 accuracy gets there
     pm1 = {r["n"]: r["accuracy_pm1"] for r in manifest["results"]
-           if r["method"] == "full_dcloss" and r["sampling"] == "rank_group"}  # fmt: skip
+           if r["method"] == "full_dcloss_clock" and r["sampling"] == "rank_group"}  # fmt: skip
     assert out["confidence"] == 0.6
     if pm1[1] >= 0.6:
         assert (out["games_needed"], out["further_games"]) == (1, 0)
@@ -144,6 +147,52 @@ def test_estimate_names_a_missing_player(trained: Path):
                 "--model", str(trained / "meta"), "--work", str(trained / "work2"),
             ]
         )  # fmt: skip
+
+
+def test_games_without_a_clock_or_of_another_time_control_take_the_no_clock_model(
+    trained: Path, tmp_path, capsys
+):
+    """An over-the-board game (no %clk) and a game of a time control the training games never
+    had: the estimate applies the model that reads no clock and says why, in the text and in
+    --json; the training's time controls are in the manifest."""
+    import zstandard
+
+    text = zstandard.ZstdDecompressor().stream_reader(
+        (SPLIT / "1000-1200.pgn.zst").open("rb")
+    ).read().decode()
+    games = [g for g in text.split("\n\n[Event ") if f'"{PLAYER}"' in g]
+    assert len(games) == 2
+    first = re.sub(r" \{ \[%clk [0-9:]+\] \}", "", games[0])  # over the board: no clock
+    second = re.sub(r'\[TimeControl "[^"]+"\]', '[TimeControl "600+5"]', games[1])
+    pgn = tmp_path / "mixed.pgn"
+    pgn.write_text("\n\n".join(g if g.startswith("[Event") else "[Event " + g for g in (first, second)))
+    manifest = json.loads((trained / "meta" / "meta_models.json").read_text())
+    assert "600+5" not in manifest["time_controls"] and manifest["time_controls"]
+    argv = ["estimate", "chess", str(pgn), "--player", PLAYER, "--model", str(trained / "meta"),
+            "--work", str(tmp_path / "work")]  # fmt: skip
+    assert main([*argv, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["feature_set"] == "full_dcloss" and out["games_used"] == 2
+    assert out["feature_set_note"].startswith("1 of 2 game(s) have no clock; time control 600+5")
+    assert out["feature_set_note"].endswith("so the model that reads no clock (full_dcloss)")
+    assert main(argv) == 0
+    assert f"note: {out['feature_set_note']}\n" in capsys.readouterr().out
+
+
+def test_a_player_whose_only_game_is_chess960_gets_its_reason(tmp_path):
+    """Today's message was "no game of player 'alice' in ['c960.pgn']", which sends the user
+    looking for a typo; the game the reader set aside is named with its reason instead."""
+    pgn = tmp_path / "c960.pgn"
+    pgn.write_text(
+        '[Event "Rated Blitz game"]\n[White "alice"]\n[Black "bob"]\n[Result "1-0"]\n'
+        '[Variant "Chess960"]\n[SetUp "1"]\n'
+        '[FEN "bqnbrkrn/pppppppp/8/8/8/8/PPPPPPPP/BQNBRKRN w GEge - 0 1"]\n\n1. e4 e5 1-0\n'
+    )
+    with pytest.raises(SystemExit, match=(
+        r"no game of player 'Alice' in .* that Kibitz can read: .*c960\.pgn' game 0 \(byte 0\):"
+        r" variant 'Chess960' is not standard chess"
+    )):  # fmt: skip
+        main(["estimate", "chess", str(pgn), "--player", "Alice", "--work", str(tmp_path / "w")])
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU runs FP16 itself")

@@ -160,6 +160,9 @@ def test_clock_and_players_come_from_the_games_table(extracted):
     assert rows[0]["rating"] == g0["white_rating"] and rows[1]["opponent"] == g0["white"]
     assert rows[0]["clock_s"] == pytest.approx(g0["clocks_s"][0])
     assert rows[0]["rank_group"] == g0["white_rank_group"]
+    # the time control the time-usage features divide by, for both movers
+    assert [r["tc_base_s"] for r in rows] == [g0["tc_base_s"]] * 2 and g0["tc_base_s"] > 0
+    assert [r["tc_increment_s"] for r in rows] == [g0["tc_increment_s"]] * 2
 
 
 def test_duckdb_reads_the_partitioned_output(extracted, tmp_path):
@@ -205,6 +208,7 @@ def test_a_mate_in_the_game_gives_the_clip_maximum():
             "black_rank_num": pa.nulls(1, pa.float32()), "white_rank_group": ["1400-1600"],
             "black_rank_group": ["1400-1600"], "num_plies": pa.array([4], pa.int32()),
             "moves": [moves], "clocks_s": pa.nulls(1, pa.list_(pa.float32())),
+            "tc_base_s": pa.nulls(1, pa.int32()), "tc_increment_s": pa.nulls(1, pa.int32()),
         }
     )  # fmt: skip
     config = small_config(imitation_nets=["maia-1100"], expected_loss={"net": None})

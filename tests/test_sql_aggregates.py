@@ -50,7 +50,7 @@ def move(game_id, colour, player, group, rating, number, loss, expected, logprio
         "ply": ply, "move_number": number, "colour": colour, "player": player, "opponent": "x",
         "rating": rating, "rank": None, "rank_num": None, "rank_group": group, "played_move": "e2e4",
         "num_legal": 20, "v_before": 0.0, "v_after": None if loss is None else -loss, "loss": loss,
-        "expected_loss": expected, "expected_loss_moves": 3, "clock_s": None,
+        "expected_loss": expected, "expected_loss_moves": 3, "clock_s": None, "tc_base_s": None, "tc_increment_s": None,
         "prior_maia_1100": math.exp(logprior), "logprior_maia_1100": logprior, "top1_maia_1100": top1,
         "sscore_s1": sscore,
     }  # fmt: skip
@@ -234,7 +234,8 @@ def test_feature_columns_cover_every_net_and_cutoff(aggregates: Path):
 
 def test_marts_read_the_staging_models_in_derived_order():
     models = catalog.load_models()
-    assert models["player_instance_features"].refs == {"stg_moves"}
+    assert models["player_instance_features"].refs == {"stg_moves", "int_instance_time_usage"}
+    assert models["int_instance_time_usage"].refs == {"stg_moves"}
     assert models["loss_by_move_number"].refs == {"stg_moves"}
     assert models["stg_moves"].refs == {"features"} and models["stg_games"].refs == {"games"}
     order = catalog.run_order(models)
@@ -244,8 +245,9 @@ def test_marts_read_the_staging_models_in_derived_order():
         (models[n].layer for n in order), key=catalog.SQL_LAYERS.index
     )
     # what an aggregation builds: the features' models only (stg_games reads games)
-    assert catalog.run_order(models, mart_names(models))[:2] == [
+    assert catalog.run_order(models, mart_names(models))[:3] == [
         "stg_moves",
+        "int_instance_time_usage",
         "player_instance_features",
     ]
     assert "stg_games" not in mart_names(models) and "stg_moves" not in mart_names(models)

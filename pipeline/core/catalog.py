@@ -55,8 +55,10 @@ from pipeline.core.features_schema import feature_column, net_columns_regex
 log = logging.getLogger(__name__)
 
 # Layers in the order they run when references leave a choice (and the tie-break inside one).
-SQL_LAYERS = ("staging", "marts", "reports")
-VIEW_LAYERS = ("staging",)  # models created as views; the others are materialised as tables
+SQL_LAYERS = ("staging", "intermediate", "marts", "reports")
+# Models created as views; the others are materialised as tables (and saved by an aggregation).
+# An intermediate model is a step of a mart kept in a file of its own (dbt's convention).
+VIEW_LAYERS = ("staging", "intermediate")
 # Relations a model may read that are not models: views over Parquet the caller creates.
 SOURCES = ("features", "games")
 

@@ -56,6 +56,8 @@ BASE_FIELDS = [
     pa.field("expected_loss", pa.float32()),
     pa.field("expected_loss_moves", pa.int16()),
     pa.field("clock_s", pa.float32()),  # the mover's clock after the move, when known
+    pa.field("tc_base_s", pa.int32()),  # the game's base time (games_schema), when known
+    pa.field("tc_increment_s", pa.int32()),  # chess increment, Go byo-yomi period seconds
 ]
 
 _NAME = re.compile(r"^[a-z0-9_]+$")

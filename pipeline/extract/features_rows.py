@@ -3,7 +3,7 @@
 Feature steps know, for every position, which game (row of the chunk's games table) and which
 ply it is and whether White moves; this module turns that into the features table's game-level
 columns (ids, partition values, the mover's name, rating, rank and group, the played move, the
-clock) by vectorised ``take`` on Arrow columns: no Python per move.
+clock and the time control) by vectorised ``take`` on Arrow columns: no Python per move.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ GAMES_COLUMNS = [
     "setup_black",
     "setup_white",
     "clocks_s",
+    "tc_base_s",
+    "tc_increment_s",
     "komi",
     "rules",
     "handicap",
@@ -70,7 +72,8 @@ def game_columns(
     """The features table's base columns except the evaluations, one row per (game, ply).
 
     ``clock_s`` is the mover's clock after the move (``clocks_s[ply]``), null when the game
-    has no clock list or a shorter one.
+    has no clock list or a shorter one; ``tc_base_s`` and ``tc_increment_s`` are the game's
+    time control, which the time-usage aggregates divide by (think time as a share of the base).
     """
     idx = pa.array(game)
     white = np.asarray(mover_white, dtype=bool)
@@ -91,6 +94,8 @@ def game_columns(
         "rank_group": _pick(games, "white_rank_group", "black_rank_group", game, white),
         "played_move": list_element(games["moves"], game, ply),
         "clock_s": list_element(games["clocks_s"], game, ply),
+        "tc_base_s": _combined(games["tc_base_s"].take(idx)),
+        "tc_increment_s": _combined(games["tc_increment_s"].take(idx)),
     }
 
 

@@ -49,12 +49,16 @@ from pipeline.meta.aggregate import (
     run_aggregate,
 )
 from pipeline.meta.intervals import SavedStrength
-from pipeline.meta.model import MetaDataError
+from pipeline.meta.model import MetaDataError, preferred_set, reads_clock, time_controls
 from pipeline.meta.progressive import Step, further_games, games_for_confidence, score_steps
 from pipeline.meta.registered import check_nets
 from pipeline.meta.train import MetaModels
 
 log = logging.getLogger(__name__)
+
+
+# An instance column that holds a value exactly when its game has a clock.
+CLOCK_PRESENT = "clock_spent_share_all"
 
 
 class NoGamesOfPlayerError(KibitzError, LookupError):
@@ -73,6 +77,9 @@ class Estimate:
     model: str  # the meta-models applied: registry name or folder
     n_model: int  # the trained n whose model was applied
     feature_set: str
+    # Why ``feature_set`` is not the model's first choice, or what in the games it did not know
+    # (a game without a clock, a time control the clock model never saw); None: nothing to say.
+    feature_set_note: str | None
     # That model's own figures on the evaluation games at n_model (rank-group sampling, as
     # `kibitz train meta` measured them): how far to trust this estimate. None if not recorded.
     model_accuracy: float | None
@@ -131,6 +138,7 @@ class Estimate:
             f" from {self.games_used} game(s), {self.moves_used} moves{rated}\n"
             f"{self._strength_text()}"
             f"model: {self.model} ({self.feature_set}, n={self.n_model}){trust}\n"
+            f"{f'note: {self.feature_set_note}' + chr(10) if self.feature_set_note else ''}"
             f"{self._precision_text()}"
             f"{self._needed_text()}"
             f"report: {self.report}"
@@ -193,7 +201,11 @@ class Estimate:
 
 
 def read_player_games(game: str, sources: list[str], player: str) -> tuple[pa.Table, int]:
-    """Every readable game of ``sources`` that ``player`` played (names compared case-folded)."""
+    """Every readable game of ``sources`` that ``player`` played (names compared case-folded).
+
+    When there is none but the player's name is in games the reader set aside (a Chess960 game,
+    an illegal move), the error gives those games and their reasons: a file whose only game of
+    ``alice`` is Chess960 says so, not that ``alice`` plays in none of its games."""
     from pipeline.ingest.selection import apply_selection, load_preset
     from pipeline.ingest.work import IngestConfig, resolve_sources, work_items
 
@@ -202,11 +214,20 @@ def read_player_games(game: str, sources: list[str], player: str) -> tuple[pa.Ta
     config = IngestConfig(
         game=game, sources=resolve_sources(sources), out_dir=Path("."), rules=rules
     )
-    tables, quarantined = [], 0
+    tables, quarantined, set_aside = [], 0, []
+    named = re.compile(rf"(?<![\w-]){re.escape(player)}(?![\w-])", re.IGNORECASE)
     for item in work_items(config, reader):
         result = reader.read_chunk(item)
         kept, _ = apply_selection(result.games, rules)
         quarantined += result.quarantine.num_rows
+        set_aside += [
+            reason
+            for raw, reason in zip(
+                result.quarantine["raw"].to_pylist(), result.quarantine["reason"].to_pylist(),
+                strict=True,
+            )
+            if raw and named.search(raw)
+        ]
         name = player.casefold()
         mine = pc.or_(
             pc.equal(pc.utf8_lower(pc.fill_null(kept["white"], "")), name),
@@ -215,6 +236,12 @@ def read_player_games(game: str, sources: list[str], player: str) -> tuple[pa.Ta
         tables.append(kept.filter(mine))
     games = pa.concat_tables(tables) if tables else None
     if games is None or games.num_rows == 0:
+        if set_aside:
+            more = f" (and {len(set_aside) - 3} more)" if len(set_aside) > 3 else ""
+            raise NoGamesOfPlayerError(
+                f"no game of player {player!r} in {sources!r} that Kibitz can read: "
+                + "; ".join(set_aside[:3]) + more
+            )
         raise NoGamesOfPlayerError(f"no game of player {player!r} in {sources!r}")
     return games, quarantined
 
@@ -385,6 +412,38 @@ def draw_report(
     return path
 
 
+def applied_feature_set(
+    models: MetaModels, instances: pa.Table, requested: str | None
+) -> tuple[str, str | None]:
+    """The feature set an estimate applies to these instances, and a note when it is not the
+    model's first choice or the games hold what its training games did not.
+
+    The clock features were learnt on the time controls of the training games: a game without
+    a clock (an over-the-board PGN, a chess.com export without ``%clk``) or of another time
+    control takes the set that reads no clock, shipped beside it, and the note names why."""
+    chosen = requested or models.feature_set()
+    if not reads_clock(chosen):
+        return chosen, None
+    trained_list = models.manifest.get("time_controls") or []  # sorted by base, increment
+    trained_controls = set(trained_list)
+    clocked = pc.is_valid(instances[CLOCK_PRESENT]).to_numpy(zero_copy_only=False)
+    unseen = sorted(set(time_controls(instances)) - trained_controls)
+    problems = []
+    if not clocked.all():
+        problems.append(f"{int((~clocked).sum())} of {len(clocked)} game(s) have no clock")
+    if unseen:
+        problems.append(
+            f"time control {', '.join(unseen)} is not among the {len(trained_controls)} of the"
+            f" clock model's training games ({', '.join(trained_list[:4])} …)"
+        )
+    if not problems:
+        return chosen, None
+    if requested:  # the user's choice stands; the note says what it does not know
+        return chosen, "; ".join(problems) + f": {chosen} reads the clock all the same"
+    fallback = preferred_set(list(models.manifest["models"]), clock=False)
+    return fallback, "; ".join(problems) + f", so the model that reads no clock ({fallback})"
+
+
 def run_estimate(
     game: str,
     sources: list[str],
@@ -427,7 +486,7 @@ def run_estimate(
     matrix = np.column_stack(
         [instances[c].to_numpy(zero_copy_only=False).astype(np.float64) for c in columns]
     )  # (K, F) the player's instances, game by game
-    chosen = feature_set or models.feature_set()
+    chosen, note = applied_feature_set(models, instances, feature_set)
     steps = score_steps(models, matrix, columns, chosen)
     last = steps[-1]  # every game: the estimate
     groups = models.group_names
@@ -450,6 +509,7 @@ def run_estimate(
         model=models.manifest.get("name") or str(models.root),
         n_model=last.n_model,
         feature_set=chosen,
+        feature_set_note=note,
         model_accuracy=measured.get("accuracy"),
         model_accuracy_pm1=measured.get("accuracy_pm1"),
         model_samples=measured.get("samples"),

@@ -43,6 +43,7 @@ from pipeline.core.catalog import (
     refresh_home_of,
     run_order,
 )
+from pipeline.core.features_schema import BASE_FIELDS
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,13 @@ SUMMARY_FILE = "_aggregate.json"
 INSTANCES = "player_instance_features"
 SCRATCH_DB = "_aggregate.duckdb.tmp"  # where the tables are built; deleted once saved as Parquet
 FEATURES_CONFIG_FILE = "_config.yaml"  # written by `kibitz extract` next to the features
+# The DuckDB type of each Arrow type among the features table's base columns.
+_DUCKDB_TYPES = {
+    pa.string(): "varchar",
+    pa.int16(): "smallint",
+    pa.int32(): "integer",
+    pa.float32(): "float",
+}
 # Instance feature columns end in one of these (sql/marts/player_instance_features.sql).
 FEATURE_SUFFIXES = ("_k25", "_k50", "_all")
 
@@ -120,10 +128,15 @@ def open_features(
             f"no features Parquet under {str(features_dir)!r} (run `kibitz extract` first)"
         )
     con = duckdb.connect(database)
-    con.execute(
-        "create or replace view features as select * from read_parquet("
-        f"{_sql_string(features_glob(features_dir))}, hive_partitioning = true)"
-    )
+    source = f"read_parquet({_sql_string(features_glob(features_dir))}, hive_partitioning = true)"
+    present = {row[0] for row in con.execute(f"describe select * from {source}").fetchall()}
+    # A features table written before a base column existed (the time control came with the
+    # time-usage features) reads it as nulls, so its marts still build, with those columns null.
+    missing = [f for f in BASE_FIELDS if f.name not in present]
+    if missing:
+        log.info("features in %s have no %s: read as nulls", features_dir, [f.name for f in missing])
+    nulls = "".join(f", cast(null as {_DUCKDB_TYPES[f.type]}) as {f.name}" for f in missing)
+    con.execute(f"create or replace view features as select *{nulls} from {source}")
     set_parameters(con, config)
     models = load_models()
     for name in run_order(models, mart_names(models)):

@@ -347,10 +347,12 @@ def strength_at_n(
     player_salt: str = PLAYER_SALT,
 ) -> StrengthAtN | None:
     """The strength model of one n of ``kibitz train meta`` (on the feature set an estimate
-    applies), its player calibration where the player samples allow, and its figures, on the
+    applies to games without a clock), its player calibration where the player samples allow, and its figures, on the
     samples the rank-group models used; None when the data cannot support it (no rated
     instances, no monitoring samples to calibrate on)."""
-    feature_set = preferred_set(list(result.models))
+    # The set that reads no clock: its intervals hold for every game, with a clock or not (the
+    # clock family sharpens the rank group, which an estimate from games without one replaces).
+    feature_set = preferred_set(list(result.models), clock=False)
     calibration = result.samples.get("validation")
     if data.strength is None or feature_set is None or calibration is None:
         log.warning("n=%d: no strength intervals (no rated strength or no monitoring samples)",

@@ -66,6 +66,8 @@ FAMILIES: dict[str, re.Pattern[str]] = {
     "loss": re.compile(r"^loss_(mean|median|std)_(k25|k50|all)$"),
     "dcloss": re.compile(r"^loss_c6[1-4]_mean_(k25|k50|all)$"),
     "top1": re.compile(r"^top1_.+_rate_(k25|k50|all)$"),
+    # how the player spent their clock (sql/intermediate/int_instance_time_usage.sql): chess
+    "clock": re.compile(r"^clock_.+_(k25|k50|all)$"),
 }
 # The paper's full set and its ablations (Table 2); top-1 rates are available but not in it.
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
@@ -74,14 +76,22 @@ FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "no_prior": ("sscore", "loss"),
     "no_loss": ("sscore", "prior"),
     "full_dcloss": ("sscore", "prior", "loss", "dcloss"),
+    # Beyond the paper: the clock of every Lichess game (#65); games without one (Fox SGFs,
+    # over-the-board PGN) leave these columns empty and the sets are not trained.
+    "full_dcloss_clock": ("sscore", "prior", "loss", "dcloss", "clock"),
+    "clock_only": ("clock",),
 }
 CHEN_PREFIX = "chen_sscore_"  # method name of the baseline: chen_sscore_<net>
 # The feature sets an estimate uses, first trained first: the paper's full set, with the
-# difficulty-corrected losses when they were trained.
-PREFERRED_SETS = ("full_dcloss", "full")
+# difficulty-corrected losses and the clock when they were trained. A game without a clock, or
+# of a time control the training games never had, takes the first of them that reads no clock.
+PREFERRED_SETS = ("full_dcloss_clock", "full_dcloss", "full")
+CLOCK_FAMILY = "clock"
 # Instance columns holding a rated strength, tried in order: a game kind's data carry one of them
 # (Lichess a rating; Fox a rank, which the staging SQL places on Kibitz's numeric rank scale).
 STRENGTH_COLUMNS = ("rating", "rank_num")
+# The instance columns of a game's time control (sql/marts/player_instance_features.sql).
+TIME_CONTROL_COLUMNS = ("tc_base_s", "tc_increment_s")
 
 
 class MetaDataError(KibitzError, ValueError):
@@ -220,10 +230,41 @@ class TrainedModel:
         self.booster.save_model(str(path))
 
 
-def preferred_set(trained: Sequence[str]) -> str | None:
+def preferred_set(trained: Sequence[str], *, clock: bool = True) -> str | None:
     """The feature set an estimate applies: the first of :data:`PREFERRED_SETS` among the
-    ``trained`` ones, else the first trained (None: none)."""
-    return next((fs for fs in PREFERRED_SETS if fs in trained), next(iter(trained), None))
+    ``trained`` ones, else the first trained (None: none); ``clock=False``: the first of them
+    that reads no clock (for games without one)."""
+    usable = [fs for fs in trained if clock or not reads_clock(fs)]
+    return next((fs for fs in PREFERRED_SETS if fs in usable), next(iter(usable), None))
+
+
+def time_controls(instances: pa.Table) -> list[str]:
+    """The distinct time controls of ``instances`` as Lichess names them ("300+3"), sorted by
+    base and increment; [] when the table has no time control (aggregates written before the
+    columns existed, or games without one)."""
+    if not set(TIME_CONTROL_COLUMNS) <= set(instances.column_names):
+        return []
+    pairs = instances.select(list(TIME_CONTROL_COLUMNS)).drop_null().group_by(
+        list(TIME_CONTROL_COLUMNS)
+    ).aggregate([])
+    rows = sorted(zip(*(pairs[c].to_pylist() for c in TIME_CONTROL_COLUMNS), strict=True))
+    return [f"{base}+{increment}" for base, increment in rows]
+
+
+def reads_clock(feature_set: str) -> bool:
+    """Whether a feature set reads the clock family (:data:`FEATURE_SETS`)."""
+    return CLOCK_FAMILY in FEATURE_SETS.get(feature_set, ())
+
+
+def drop_empty_columns(data: InstanceData) -> InstanceData:
+    """``data`` without the feature columns that have no value in any instance: the clock
+    family of games that carry no clock (Fox SGFs), which no model can learn from; a feature
+    set left with no column of its own is then not trained (:func:`train_and_evaluate`)."""
+    keep = np.flatnonzero(~np.all(np.isnan(data.features), axis=0))
+    if len(keep) < len(data.columns):
+        empty = sorted(set(data.columns) - {data.columns[i] for i in keep})
+        log.info("%d feature columns have no value in any instance: %s …", len(empty), empty[:3])
+    return data.with_columns(keep)
 
 
 def nearest_n(ns: Sequence[int], games: int) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.meta.aggregate import SUMMARY_FILE
-from pipeline.meta.model import MetaDataError
+from pipeline.meta.model import MetaDataError, preferred_set
 from pipeline.meta.model_card import CARD_FILE, render_card
 from pipeline.meta.train import MANIFEST_FILE, MetaModels, load_meta_models
 from pipeline.nets.formats import META_FORMAT
@@ -97,10 +97,12 @@ def register_meta_models(
     target = Path(models_root) / name
     if target.exists():
         shutil.rmtree(target)
-    # An estimate applies one feature set: its models ship; the ablations' figures stay in the
-    # manifest and the card, and a refit from the shipped aggregates rebuilds their models.
-    shipped_set = trained.feature_set()
-    files = list(trained.manifest["models"][shipped_set].values())
+    # An estimate applies one feature set, or for games without a clock the first that reads
+    # none: their models ship; the ablations' figures stay in the manifest and the card, and a
+    # refit from the shipped aggregates rebuilds their models.
+    trained_sets = list(trained.manifest["models"])
+    shipped = list(dict.fromkeys([trained.feature_set(), preferred_set(trained_sets, clock=False)]))
+    files = [f for fs in shipped for f in trained.manifest["models"][fs].values()]
     files += list(((trained.manifest.get("strength") or {}).get("models") or {}).values())
     files += [rel for rel in SHIPPED_TABLES if (trained.root / rel).is_file()]
     for rel in files:
@@ -113,8 +115,8 @@ def register_meta_models(
     manifest = {k: v for k, v in trained.manifest.items() if k not in _LOCAL_KEYS}
     manifest.update(
         name=name,
-        models={shipped_set: trained.manifest["models"][shipped_set]},
-        feature_sets={shipped_set: trained.manifest["feature_sets"][shipped_set]},
+        models={fs: trained.manifest["models"][fs] for fs in shipped},
+        feature_sets={fs: trained.manifest["feature_sets"][fs] for fs in shipped},
         aggregates_dir=AGGREGATES,
         player_aggregates_dir=PLAYER_AGGREGATES if player_dir is not None else None,
         files={rel: file_sha256(target / rel) for rel in sorted(files)},

@@ -67,6 +67,7 @@ from pipeline.meta.model import (
     MetaDataError,
     NResult,
     chen_group_means,
+    drop_empty_columns,
     feature_set_columns,
     importance_table,
     instance_data,
@@ -75,6 +76,7 @@ from pipeline.meta.model import (
     preferred_set,
     results_table,
     round_to_group,
+    time_controls,
     train_and_evaluate,
     unseen_instances,
 )
@@ -221,8 +223,11 @@ def _player_data(run: TrainMetaRun, data: InstanceData, config: MetaConfig) -> I
         game=run.game,
         split=config.split,
     )
+    other = keep_sscore_nets(other, config.sscore_nets)
+    if set(data.columns) <= set(other.columns):  # the columns training kept (drop_empty_columns)
+        other = other.with_columns([other.columns.index(c) for c in data.columns])
     try:
-        return unseen_instances(keep_sscore_nets(other, config.sscore_nets), data)
+        return unseen_instances(other, data)
     except MetaDataError as exc:
         raise MetaDataError(f"{str(run.player_aggregates_dir)!r}: {exc}") from exc
 
@@ -286,13 +291,14 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
     recorded = agg_summary.get("features_dir")
     features_dir = run.features_dir or (Path(recorded) if recorded else None)
     run_config = aggregated_features_config(agg_summary)
+    instances = load_mart(aggregates, "player_instance_features")
     data = instance_data(
-        load_mart(aggregates, "player_instance_features"),
+        instances,
         load_mart(aggregates, "rank_groups"),
         game=run.game,
         split=config.split,
     )
-    data = keep_sscore_nets(data, config.sscore_nets)
+    data = drop_empty_columns(keep_sscore_nets(data, config.sscore_nets))
     trained = kibitz_trained_nets(run_config)
     warn_in_sample(config, trained)
     player_data = _player_data(run, data, config)
@@ -433,6 +439,9 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
             "nets": hashes,
             "instances": counts,
             "games": games,
+            # The time controls of the games the clock features were learnt on: an estimate
+            # from games of another applies the model that reads no clock, and says so.
+            "time_controls": time_controls(instances),
             "results": [
                 {
                     "method": e.method,

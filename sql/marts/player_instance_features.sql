@@ -2,7 +2,8 @@
 -- Kuboki et al. (2025) and the difficulty-corrected losses of the thesis on position difficulty.
 -- Grain: one row per player per game (key: game_id, colour; unique and not null).
 --
--- Reads the model `stg_moves` (sql/staging/stg_moves.sql: the per-move features table).
+-- Reads the model `stg_moves` (sql/staging/stg_moves.sql: the per-move features table) and the
+-- model `int_instance_time_usage` (the time-usage columns, on the same grain).
 -- Parameters, DuckDB variables (the defaults below apply when they are unset):
 --   set variable alpha = 0.1;   -- α in (6.1)–(6.3): keeps easy positions (E ≈ 0) from dividing by 0
 --   set variable gamma = 1.0;   -- γ in (6.3), (6.4): weight of the difficulty correction
@@ -22,6 +23,9 @@
 --                             loss and E are floored at 0 here: a negative value is search noise
 --                             (a move cannot beat best play) and would make E + α ≤ 0 possible
 --   moves_<k>, moves_with_loss_<k>
+--   clock_…_<k>               how the player spent their clock (the model
+--                             int_instance_time_usage; null where the games carry no clock, as
+--                             Fox SGFs do not); tc_base_s, tc_increment_s: the game's time control
 -- Every imitation / strength net's columns appear through COLUMNS(…) star expressions: adding
 -- a net to the extraction config needs no edit here. Their patterns are template calls that
 -- pipeline/core/catalog.py (render_sql) fills in from pipeline/core/features_schema.py, the one
@@ -55,6 +59,8 @@ moves as (
         rank,
         rank_num,
         rank_group,
+        tc_base_s,
+        tc_increment_s,
         move_number,
         loss::double as loss,
         -- greatest() skips nulls (greatest(null, 0) = 0): keep a missing value missing
@@ -141,6 +147,8 @@ every_move as (
         any_value(rank) as rank,
         any_value(rank_num) as rank_num,
         any_value(rank_group) as rank_group,
+        any_value(tc_base_s) as tc_base_s,
+        any_value(tc_increment_s) as tc_increment_s,
         exp(avg(columns({{ net_column('logprior') }}))) as "prior_\1_geomean_all",
         avg(columns({{ net_column('top1') }})::double) as "top1_\1_rate_all",
         avg(columns({{ net_columns('sscore', also=['loss']) }})) as "\1_mean_all",
@@ -160,13 +168,17 @@ aggregated as (
     select
         every_move.game_id,
         every_move.colour,
-        columns('^(game|source|month|player|opponent|rating|rank|rank_num|rank_group)$'),
+        columns(
+            '^(game|source|month|player|opponent|rating|rank|rank_num|rank_group|tc_base_s'
+            || '|tc_increment_s)$'
+        ),
         columns('_k25$'),
         columns('_k50$'),
         columns('_all$')
     from every_move
     left join first_25 using (game_id, colour)
     left join first_50 using (game_id, colour)
+    left join int_instance_time_usage using (game_id, colour)
 
 ),
 

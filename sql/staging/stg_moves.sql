@@ -50,6 +50,8 @@ renamed as (
         expected_loss,
         expected_loss_moves,
         clock_s,  -- the mover's clock after the move, seconds
+        tc_base_s,  -- the game's base time, seconds
+        tc_increment_s,  -- chess: the increment; Go: the byo-yomi period, seconds
 
         -- one column set per configured net
         columns({{ net_columns('prior', 'logprior', 'top1', 'sscore') }})
