@@ -1,0 +1,78 @@
+"""How a meta-model's regression output becomes a rank group: rounding, or cut points.
+
+The meta-models regress the group index (Kuboki et al. 2025) and the paper rounds the output to
+the nearest group. A regression pulls both ends of the range toward the middle (the weakest
+and the strongest group are predicted too high and too low), so plain rounding loses the ends:
+chess's 1000-1200 band and Go's 3-5k group read worst. Cut points fitted on the monitoring
+samples (those the model was not fitted on) put each boundary where the groups on either side
+are told apart best: the G - 1 thresholds that classify the most monitoring samples right, a
+monotone step function found exactly by dynamic programming over the sorted outputs.
+
+    cuts = fit_cut_points(raw_validation, labels_validation, groups)
+    predicted = apply_cut_points(raw, cuts)          # rounding: rounding_cut_points(groups)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+DECISIONS = ("rounding", "cuts")
+
+
+def rounding_cut_points(groups: int) -> np.ndarray:
+    """(G - 1,) the thresholds of plain rounding: 0.5, 1.5, …"""
+    return np.arange(groups - 1) + 0.5
+
+
+def apply_cut_points(raw: np.ndarray, cuts: np.ndarray) -> np.ndarray:
+    """Group index of each output: the number of thresholds it lies above (a value on a
+    threshold goes to the lower group, as rounding sends 0.5 to 0)."""
+    return np.searchsorted(np.asarray(cuts, dtype=np.float64), raw, side="left").astype(np.int64)
+
+
+def fit_cut_points(raw: np.ndarray, label: np.ndarray, groups: int) -> np.ndarray:
+    """(G - 1,) non-decreasing thresholds on ``raw`` that classify the most of ``label`` right.
+
+    Samples with the same output must share a group, so the dynamic programme runs over the
+    distinct outputs in order, each with its count per label: ``best[g][i]`` is the most right
+    with groups ``0 … g`` over the first ``i`` distinct values, and ``best[g][i] =
+    right_g(i) + max_{j ≤ i} (best[g - 1][j] - right_g(j))``, where ``right_g`` counts the
+    samples of label g. A group no output falls in gets an empty interval (two equal cuts).
+    Thresholds sit halfway between the distinct outputs on either side of a boundary; ties
+    between equally good cuts go to the cut nearest plain rounding's."""
+    raw = np.asarray(raw, dtype=np.float64)
+    label = np.asarray(label, dtype=np.int64)
+    if raw.size == 0 or groups < 2:
+        return rounding_cut_points(groups)
+    values, inverse = np.unique(raw, return_inverse=True)
+    counts = np.zeros((len(values), groups), dtype=np.int64)
+    np.add.at(counts, (inverse, label), 1)
+    prefix = np.vstack([np.zeros((1, groups), np.int64), np.cumsum(counts, axis=0)])  # (V+1, G)
+    v = len(values)
+    best = np.full((groups, v + 1), -1, dtype=np.int64)
+    choice = np.zeros((groups, v + 1), dtype=np.int64)  # where group g starts, for each end i
+    best[0] = prefix[:, 0]
+    rounding = rounding_cut_points(groups)
+    # where each boundary would fall in the distinct values under plain rounding (tie-break)
+    natural = np.searchsorted(values, rounding, side="right")
+    for g in range(1, groups):
+        score = best[g - 1] - prefix[:, g]  # (V+1,) value of starting group g at index j
+        running, arg = -np.inf, 0
+        for i in range(v + 1):
+            s = score[i]
+            if s > running or (s == running and abs(i - natural[g - 1]) < abs(arg - natural[g - 1])):
+                running, arg = s, i
+            best[g, i] = prefix[i, g] + running
+            choice[g, i] = arg
+    starts = np.empty(groups, dtype=np.int64)  # index of the first distinct value of group g
+    end = v
+    for g in range(groups - 1, 0, -1):
+        starts[g] = choice[g, end]
+        end = starts[g]
+    starts[0] = 0
+    edges = np.concatenate([[-np.inf], values, [np.inf]])
+    # the threshold below group g's first value: halfway from the previous distinct value
+    low, high = edges[starts[1:]], edges[starts[1:] + 1]
+    cuts = np.where(np.isfinite(low) & np.isfinite(high), (low + high) / 2,
+                    np.where(np.isfinite(high), high - 0.5, low + 0.5))  # fmt: skip
+    return np.maximum.accumulate(cuts)

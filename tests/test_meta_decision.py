@@ -1,0 +1,53 @@
+"""Rounding against cut points (pipeline/meta/decision.py), on hand-made outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline.meta.decision import apply_cut_points, fit_cut_points, rounding_cut_points
+from pipeline.meta.model import round_to_group
+
+
+def test_cut_points_undo_a_pull_to_the_middle():
+    """A regression pulled toward the middle: the groups' outputs sit near 0.7, 1.0 and 1.3, so
+    rounding calls all nine samples group 1; the cuts halfway between the groups (0.875 and
+    1.125) get all nine right."""
+    raw = np.array([0.6, 0.7, 0.8, 0.95, 1.0, 1.05, 1.2, 1.3, 1.4])
+    label = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2])
+    assert round_to_group(raw, 3).tolist() == [1] * 9
+    cuts = fit_cut_points(raw, label, 3)
+    np.testing.assert_allclose(cuts, [0.875, 1.125])
+    assert apply_cut_points(raw, cuts).tolist() == label.tolist()
+
+
+def test_equal_outputs_share_a_group_and_an_empty_group_gets_an_empty_interval():
+    # three samples at 0.0 (two of group 0): they go to group 0 together, 2 of 3 right
+    raw, label = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 2.0]), np.array([0, 0, 1, 1, 1, 2])
+    cuts = fit_cut_points(raw, label, 3)
+    assert apply_cut_points(raw, cuts).tolist() == [0, 0, 0, 1, 1, 2]
+    np.testing.assert_allclose(cuts, rounding_cut_points(3))  # ties go to rounding's cuts
+    # no sample of group 1: both cuts at one place, between the two groups that are there
+    raw, label = np.array([0.1, 0.2, 1.9, 2.0]), np.array([0, 0, 2, 2])
+    cuts = fit_cut_points(raw, label, 3)
+    assert cuts[0] == cuts[1] and 0.2 < cuts[0] < 1.9
+    assert apply_cut_points(raw, cuts).tolist() == [0, 0, 2, 2]
+
+
+def test_the_fitted_cuts_are_the_best_monotone_ones():
+    """On small random cases the dynamic programme finds what a search of every monotone
+    assignment of the sorted distinct outputs finds."""
+    from itertools import combinations_with_replacement
+
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        raw = np.round(rng.normal(1, 1, 9), 1)
+        label = rng.integers(0, 3, 9)
+        cuts = fit_cut_points(raw, label, 3)
+        got = int((apply_cut_points(raw, cuts) == label).sum())
+        values = np.unique(raw)
+        edges = np.concatenate([[values[0] - 1], (values[1:] + values[:-1]) / 2, [values[-1] + 1]])
+        best = max(
+            int((apply_cut_points(raw, np.array(pair)) == label).sum())
+            for pair in combinations_with_replacement(edges, 2)
+        )
+        assert got == best
