@@ -77,7 +77,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--nodes", type=int, help="override Stockfish's node limit")
     parser.add_argument(
-        "--feature-set", help="meta-model feature set (default: full_dcloss, else full)"
+        "--feature-set",
+        help="meta-model feature set (default: full_dcloss_clock, else full_dcloss, else full;"
+        " games without a clock: the first that reads none)",
     )
     parser.add_argument(
         "--progressive",

@@ -53,7 +53,7 @@ SHARED_OPTIONS: tuple[Option, ...] = (
     ("--blocks", int, "residual blocks of the trunk"),
     ("--channels", int, "trunk width"),
     ("--lr", float, "peak learning rate (AdamW, warm-up then cosine)"),
-    ("--weight-decay", float, "AdamW's decoupled weight decay (default 1e-4)"),
+    ("--weight-decay", float, "AdamW's decoupled weight decay (default 1e-4; sscore-levels 0.01)"),
     ("--warmup-steps", int, "linear warm-up steps of the LR schedule"),
     ("--epoch-steps", int, "steps between validations (default: one pass)"),
     ("--positions-per-instance", int, "pool keeps this many random positions per instance"),
