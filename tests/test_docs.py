@@ -23,6 +23,7 @@ PAGES = sorted(
     [
         REPO / "README.md",
         REPO / "bench" / "README.md",
+        *(REPO / "infra").rglob("README.md"),
         *(REPO / "docs").rglob("*.md"),
         *(REPO / "models").glob("*/MODEL_CARD.md"),
     ]
