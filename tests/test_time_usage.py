@@ -134,3 +134,42 @@ def test_columns_with_no_value_leave_the_model_and_games_without_clocks_take_the
     assert preferred_set(trained, clock=False) == "full_dcloss"
     assert preferred_set(["full_dcloss"], clock=False) == "full_dcloss"
     assert reads_clock("clock_only") and not reads_clock("full_dcloss")
+
+
+def test_which_set_an_estimate_applies_when_the_clock_model_cannot_read_the_games():
+    """Hand-made manifests: a game without a clock and one of an unseen time control send the
+    estimate to the set that reads no clock, and the note says why; a model with clock sets
+    only keeps its set and says what it does not know; aggregates written before the time
+    control give a model that records none; a user's --feature-set stands."""
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from pipeline.jobs.estimate import applied_feature_set
+
+    games = pa.table(
+        {"clock_spent_share_all": [0.5, None], "tc_base_s": [180, 600], "tc_increment_s": [0, 5]}
+    )
+
+    def models(sets: list[str], controls: list[str] | None) -> SimpleNamespace:
+        manifest = {"models": {name: {} for name in sets}}
+        if controls is not None:
+            manifest["time_controls"] = controls
+        return SimpleNamespace(manifest=manifest, feature_set=lambda: preferred_set(sets))
+
+    both = ["full_dcloss", "full_dcloss_clock"]
+    chosen, note = applied_feature_set(models(both, ["180+0"]), games, None)
+    assert chosen == "full_dcloss"
+    assert note == (
+        "1 of 2 game(s) have no clock; time control 600+5 is not among the 1 of the clock"
+        " model's training games (180+0 …), so the model that reads no clock (full_dcloss)"
+    )
+    timed = games.filter(pa.array([True, False]))  # one 180+0 game with its clock
+    assert applied_feature_set(models(both, ["180+0"]), timed, None) == ("full_dcloss_clock", None)
+    chosen, note = applied_feature_set(models(["full_dcloss_clock"], ["180+0"]), games, None)
+    assert chosen == "full_dcloss_clock" and note.endswith("(the model has no set that reads none)")
+    _, note = applied_feature_set(models(both, None), timed, None)
+    assert "the clock model records no time control of its training games" in note
+    chosen, note = applied_feature_set(models(both, ["180+0"]), games, "full_dcloss_clock")
+    assert chosen == "full_dcloss_clock" and note.endswith("reads the clock all the same")
+    assert applied_feature_set(models(both, []), games, "full_dcloss") == ("full_dcloss", None)

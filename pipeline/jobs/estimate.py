@@ -431,7 +431,9 @@ def applied_feature_set(
     problems = []
     if not clocked.all():
         problems.append(f"{int((~clocked).sum())} of {len(clocked)} game(s) have no clock")
-    if unseen:
+    if unseen and not trained_list:  # aggregates without the time control (written before it)
+        problems.append("the clock model records no time control of its training games")
+    elif unseen:
         problems.append(
             f"time control {', '.join(unseen)} is not among the {len(trained_controls)} of the"
             f" clock model's training games ({', '.join(trained_list[:4])} …)"
@@ -441,6 +443,9 @@ def applied_feature_set(
     if requested:  # the user's choice stands; the note says what it does not know
         return chosen, "; ".join(problems) + f": {chosen} reads the clock all the same"
     fallback = preferred_set(list(models.manifest["models"]), clock=False)
+    if fallback is None:  # trained with clock sets only (--feature-sets)
+        note = f": {chosen} reads the clock all the same (the model has no set that reads none)"
+        return chosen, "; ".join(problems) + note
     return fallback, "; ".join(problems) + f", so the model that reads no clock ({fallback})"
 
 
