@@ -347,8 +347,8 @@ def strength_at_n(
     player_salt: str = PLAYER_SALT,
 ) -> StrengthAtN | None:
     """The strength model of one n of ``kibitz train meta`` (on the feature set an estimate
-    applies to games without a clock), its player calibration where the player samples allow, and its figures, on the
-    samples the rank-group models used; None when the data cannot support it (no rated
+    applies to games without a clock), its player calibration where the player samples allow,
+    and its figures, on the samples the rank-group models used; None when the data cannot support it (no rated
     instances, no monitoring samples to calibrate on)."""
     # The set that reads no clock: its intervals hold for every game, with a clock or not (the
     # clock family sharpens the rank group, which an estimate from games without one replaces).

@@ -101,7 +101,8 @@ def register_meta_models(
     # none: their models ship; the ablations' figures stay in the manifest and the card, and a
     # refit from the shipped aggregates rebuilds their models.
     trained_sets = list(trained.manifest["models"])
-    shipped = list(dict.fromkeys([trained.feature_set(), preferred_set(trained_sets, clock=False)]))
+    applied = [trained.feature_set(), preferred_set(trained_sets, clock=False)]
+    shipped = list(dict.fromkeys(fs for fs in applied if fs is not None))  # none: clock sets only
     files = [f for fs in shipped for f in trained.manifest["models"][fs].values()]
     files += list(((trained.manifest.get("strength") or {}).get("models") or {}).values())
     files += [rel for rel in SHIPPED_TABLES if (trained.root / rel).is_file()]
