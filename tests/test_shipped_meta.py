@@ -63,7 +63,14 @@ def test_estimate_works_with_no_model_option(game, tmp_path, capsys):
     assert out["games_used"] == 2 and out["moves_used"] > 40
     assert out["n_model"] == models.nearest_n(2)
     assert out["rank_group"] in models.group_names
-    row = models.accuracy(out["feature_set"], out["n_model"])
+    # Go's model has a sibling fitted for one player's games (the Fox by-player set), applied
+    # and measured on one player's games of players it never saw; chess's has no such set.
+    trained_for_players = game == "go"
+    method = out["feature_set"] + ("-players" if trained_for_players else "")
+    sampling = "player" if trained_for_players else "rank_group"
+    assert models.player_trained(out["feature_set"], out["n_model"]) == trained_for_players
+    assert (out["model_training"], out["model_sampling"]) == (sampling, sampling)
+    row = models.accuracy(method, out["n_model"], sampling)
     assert (out["model_accuracy"], out["model_accuracy_pm1"]) == (
         row["accuracy"],
         row["accuracy_pm1"],
@@ -109,6 +116,15 @@ def test_refit_from_the_shipped_aggregates_reproduces_the_model(game, tmp_path):
         refit.strength().predict(x, columns, n), shipped.strength().predict(x, columns, n)
     )
     assert refit.accuracy(feature_set, n) == shipped.accuracy(feature_set, n)
+    # and the sibling fitted for one player's games, with its cross-fitted figures (Go)
+    assert refit.player_trained(feature_set, n) == shipped.player_trained(feature_set, n)
+    if shipped.player_trained(feature_set, n):
+        np.testing.assert_array_equal(
+            refit.predict(x, columns, feature_set, n, player=True)[0],
+            shipped.predict(x, columns, feature_set, n, player=True)[0],
+        )
+        method = f"{feature_set}-players"
+        assert refit.accuracy(method, n, "player") == shipped.accuracy(method, n, "player")
     assert refit.accuracy(feature_set, n, "player") == shipped.accuracy(feature_set, n, "player")
     # and the intervals calibrated on one player's own games, where the model has them
     calibrated = shipped.manifest["strength"].get("player_calibration")

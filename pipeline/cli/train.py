@@ -66,6 +66,7 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
         train_draws_per_group=args.train_draws,
         eval_draws_per_group=args.eval_draws,
         player_repeats=args.player_repeats,
+        player_unit_draws=args.player_unit_draws,
         seed=args.seed,
         fit_split=args.fit_split,
         sscore_nets=args.sscore_nets,
@@ -183,6 +184,13 @@ def _add_meta_parser(trainers: argparse._SubParsersAction) -> None:
         type=int,
         default=defaults.player_repeats,
         help="player-specific repeats (paper: 5)",
+    )
+    parser.add_argument(
+        "--player-unit-draws",
+        type=int,
+        default=defaults.player_unit_draws,
+        help="samples of n games of each --player-aggregates player added to the training of the"
+        " model an estimate of one player applies (0: no such model)",
     )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument(

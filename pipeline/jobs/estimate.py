@@ -50,6 +50,7 @@ from pipeline.meta.aggregate import (
 )
 from pipeline.meta.intervals import SavedStrength
 from pipeline.meta.model import MetaDataError, preferred_set, reads_clock, time_controls
+from pipeline.meta.player_training import player_method
 from pipeline.meta.progressive import Step, further_games, games_for_confidence, score_steps
 from pipeline.meta.registered import check_nets
 from pipeline.meta.train import MetaModels
@@ -80,8 +81,14 @@ class Estimate:
     # Why ``feature_set`` is not the model's first choice, or what in the games it did not know
     # (a game without a clock, a time control the clock model never saw); None: nothing to say.
     feature_set_note: str | None
-    # That model's own figures on the evaluation games at n_model (rank-group sampling, as
-    # `kibitz train meta` measured them): how far to trust this estimate. None if not recorded.
+    # What the applied model at n_model was fitted on: "player" (rank-group samples and samples
+    # of one player's own games: pipeline/meta/player_training.py) or "rank_group".
+    model_training: str
+    # That model's own figures at n_model as `kibitz train meta` measured them, on one player's
+    # own games of players it never saw (model_sampling "player") where measured, else on
+    # rank-group samples of the evaluation games: how far to trust this estimate. None if not
+    # recorded.
+    model_sampling: str | None
     model_accuracy: float | None
     model_accuracy_pm1: float | None
     model_samples: int | None
@@ -125,19 +132,24 @@ class Estimate:
             if self.rated_rank_groups
             else ""
         )
+        on = {
+            "player": f"samples of {self.n_model} game(s) of one player, players it never saw",
+            "rank_group": f"evaluation samples of {self.n_model} different players' games",
+        }
         trust = (
             f"; at n={self.n_model} it is right {100 * self.model_accuracy:.1f} % of the time"
             f" (±1 group: {100 * self.model_accuracy_pm1:.1f} %) on {self.model_samples:,}"
-            " evaluation samples"
+            f" {on[self.model_sampling]}"
             if self.model_accuracy is not None and self.model_accuracy_pm1 is not None
             else f"; no accuracy recorded for n={self.n_model}"
         )
+        fitted = ", fitted for one player's games" if self.model_training == "player" else ""
         return (
             f"{self._steps_text()}"
             f"{self.player}: estimated rank group {self.rank_group} (±1 band {self.band[0]} … {self.band[-1]})"
             f" from {self.games_used} game(s), {self.moves_used} moves{rated}\n"
             f"{self._strength_text()}"
-            f"model: {self.model} ({self.feature_set}, n={self.n_model}){trust}\n"
+            f"model: {self.model} ({self.feature_set}, n={self.n_model}{fitted}){trust}\n"
             f"{f'note: {self.feature_set_note}' + chr(10) if self.feature_set_note else ''}"
             f"{self._precision_text()}"
             f"{self._needed_text()}"
@@ -223,7 +235,8 @@ def read_player_games(game: str, sources: list[str], player: str) -> tuple[pa.Ta
         set_aside += [
             reason
             for raw, reason in zip(
-                result.quarantine["raw"].to_pylist(), result.quarantine["reason"].to_pylist(),
+                result.quarantine["raw"].to_pylist(),
+                result.quarantine["reason"].to_pylist(),
                 strict=True,
             )
             if raw and named.search(raw)
@@ -240,7 +253,8 @@ def read_player_games(game: str, sources: list[str], player: str) -> tuple[pa.Ta
             more = f" (and {len(set_aside) - 3} more)" if len(set_aside) > 3 else ""
             raise NoGamesOfPlayerError(
                 f"no game of player {player!r} in {sources!r} that Kibitz can read: "
-                + "; ".join(set_aside[:3]) + more
+                + "; ".join(set_aside[:3])
+                + more
             )
         raise NoGamesOfPlayerError(f"no game of player {player!r} in {sources!r}")
     return games, quarantined
@@ -449,6 +463,20 @@ def applied_feature_set(
     return fallback, "; ".join(problems) + f", so the model that reads no clock ({fallback})"
 
 
+def applied_figures(models: MetaModels, feature_set: str, n: int) -> tuple[str | None, dict]:
+    """(sampling, figures row) of the model an estimate of one player applies at ``n``: its
+    sibling fitted for one player's games where it has one, measured on other players' own
+    games; else the rank-group model, on one player's games where the model has a
+    player-specific set, else on rank-group samples. (None, {}) where nothing was recorded."""
+    method = player_method(feature_set) if models.player_trained(feature_set, n) else feature_set
+    with_players = models.player_aggregates_dir is not None  # else few players, in one split
+    for sampling in ("player", "rank_group") if with_players else ("rank_group",):
+        row = models.accuracy(method, n, sampling)
+        if row is not None and row.get("samples"):
+            return sampling, row
+    return None, {}
+
+
 def run_estimate(
     game: str,
     sources: list[str],
@@ -501,8 +529,8 @@ def run_estimate(
         steps=steps if progressive else None,
     )  # fmt: skip
     rated = sorted(set(instances["rank_group"].drop_null().to_pylist()))
-    measured = models.accuracy(chosen, last.n_model) or {}
-    pm1 = [(models.accuracy(chosen, n) or {}).get("accuracy_pm1") for n in models.ns]
+    sampling, measured = applied_figures(models, chosen, last.n_model)
+    pm1 = [applied_figures(models, chosen, n)[1].get("accuracy_pm1") for n in models.ns]
     needed = games_for_confidence(models.ns, pm1, confidence)
     strength = models.strength()
     return Estimate(
@@ -515,6 +543,8 @@ def run_estimate(
         n_model=last.n_model,
         feature_set=chosen,
         feature_set_note=note,
+        model_training="player" if models.player_trained(chosen, last.n_model) else "rank_group",
+        model_sampling=sampling,
         model_accuracy=measured.get("accuracy"),
         model_accuracy_pm1=measured.get("accuracy_pm1"),
         model_samples=measured.get("samples"),

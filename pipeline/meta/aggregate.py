@@ -134,7 +134,9 @@ def open_features(
     # time-usage features) reads it as nulls, so its marts still build, with those columns null.
     missing = [f for f in BASE_FIELDS if f.name not in present]
     if missing:
-        log.info("features in %s have no %s: read as nulls", features_dir, [f.name for f in missing])
+        log.info(
+            "features in %s have no %s: read as nulls", features_dir, [f.name for f in missing]
+        )
     nulls = "".join(f", cast(null as {_DUCKDB_TYPES[f.type]}) as {f.name}" for f in missing)
     con.execute(f"create or replace view features as select *{nulls} from {source}")
     set_parameters(con, config)

@@ -60,7 +60,9 @@ def fit_cut_points(raw: np.ndarray, label: np.ndarray, groups: int) -> np.ndarra
         running, arg = -np.inf, 0
         for i in range(v + 1):
             s = score[i]
-            if s > running or (s == running and abs(i - natural[g - 1]) < abs(arg - natural[g - 1])):
+            if s > running or (
+                s == running and abs(i - natural[g - 1]) < abs(arg - natural[g - 1])
+            ):
                 running, arg = s, i
             best[g, i] = prefix[i, g] + running
             choice[g, i] = arg

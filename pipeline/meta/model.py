@@ -112,6 +112,9 @@ class MetaConfig:
     validation_draws_per_group: int = 500
     eval_draws_per_group: int = 500  # the paper's rank-group protocol
     player_repeats: int = 5  # the paper's player-specific protocol
+    # Samples of n games of each player unit of a player-specific set added to the training of
+    # the model an estimate of one player applies (pipeline/meta/player_training.py); 0: none.
+    player_unit_draws: int = 60
     seed: int = 0
     # The split whose instances the meta-models (and the Chen baseline's group means) are
     # fitted on; the other of train / validation monitors the fit. "validation" keeps the
@@ -244,9 +247,12 @@ def time_controls(instances: pa.Table) -> list[str]:
     columns existed, or games without one)."""
     if not set(TIME_CONTROL_COLUMNS) <= set(instances.column_names):
         return []
-    pairs = instances.select(list(TIME_CONTROL_COLUMNS)).drop_null().group_by(
-        list(TIME_CONTROL_COLUMNS)
-    ).aggregate([])
+    pairs = (
+        instances.select(list(TIME_CONTROL_COLUMNS))
+        .drop_null()
+        .group_by(list(TIME_CONTROL_COLUMNS))
+        .aggregate([])
+    )
     rows = sorted(zip(*(pairs[c].to_pylist() for c in TIME_CONTROL_COLUMNS), strict=True))
     return [f"{base}+{increment}" for base, increment in rows]
 

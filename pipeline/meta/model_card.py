@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.meta.intervals import strength_markdown
+from pipeline.meta.player_training import PLAYER_SUFFIX
 from pipeline.meta.report import markdown_table
 from pipeline.meta.train import MANIFEST_FILE
 from pipeline.nets.registry import ModelNotFoundError, find_entry, history_of
@@ -63,6 +64,21 @@ def _other_methods(manifest: dict[str, Any]) -> list[str]:
     shipped = set(manifest.get("models", {}))
     methods = dict.fromkeys(r["method"] for r in manifest.get("results", []))
     return [m for m in methods if m not in shipped]
+
+
+def _player_models(manifest: dict[str, Any]) -> str:
+    """What an estimate of one player applies, where the model has player-trained siblings."""
+    models = manifest.get("player_models") or {}
+    if not models:
+        return ""
+    named = ", ".join(f"`{fs}{PLAYER_SUFFIX}` (n = {', '.join(ns)})" for fs, ns in models.items())
+    return (
+        f" An estimate of one player applies {named}: the same set fitted on the rank-group"
+        " samples plus samples of n games of each player of the player-specific set"
+        " (`pipeline/meta/player_training.py`); its `player` rows below judge each half of those"
+        " players by a model fitted on the other half only, its `rank_group` rows are the"
+        " evaluation split's."
+    )
 
 
 def _strength(manifest: dict[str, Any]) -> list[str]:
@@ -222,7 +238,8 @@ def render_card(manifest: dict[str, Any], *, models_dir: Path | None = None) -> 
         "",
         f"Feature set applied: {', '.join(manifest.get('models', {}))}; measured below also:"
         f" {', '.join(_other_methods(manifest)) or 'none'}"
-        f" ({len(manifest.get('columns', []))} instance columns in all). Extraction config hash"
+        f" ({len(manifest.get('columns', []))} instance columns in all).{_player_models(manifest)}"
+        " Extraction config hash"
         f" `{manifest.get('features_config_hash')}`; `kibitz estimate` extracts a player's games"
         " with the same config and refuses nets whose sha256 differs.",
         "",

@@ -78,8 +78,9 @@ class Step:
 def score_steps(
     models: MetaModels, features: np.ndarray, columns: Sequence[str], feature_set: str
 ) -> list[Step]:
-    """One :class:`Step` per prefix of ``features`` (K, F), the instances in game order; each
-    scored by the models of the trained n nearest to its game count (one call per n)."""
+    """One :class:`Step` per prefix of ``features`` (K, F), one player's instances in game
+    order; each scored by the models of the trained n nearest to its game count (one call per
+    n), those fitted for one player's games where the model has them."""
     means = running_means(features)  # (K, F)
     games = np.arange(1, means.shape[0] + 1)
     nearest = np.array([models.nearest_n(int(k)) for k in games])
@@ -87,7 +88,9 @@ def score_steps(
     index = np.empty(games.size, dtype=np.int64)
     for n in np.unique(nearest):
         rows = np.flatnonzero(nearest == n)
-        raw[rows], index[rows] = models.predict(means[rows], columns, feature_set, int(n))
+        raw[rows], index[rows] = models.predict(
+            means[rows], columns, feature_set, int(n), player=True
+        )
     steps = [
         Step(int(k), int(n), int(i), float(r))
         for k, n, i, r in zip(games, nearest, index, raw, strict=True)

@@ -104,6 +104,12 @@ def register_meta_models(
     applied = [trained.feature_set(), preferred_set(trained_sets, clock=False)]
     shipped = list(dict.fromkeys(fs for fs in applied if fs is not None))  # none: clock sets only
     files = [f for fs in shipped for f in trained.manifest["models"][fs].values()]
+    player_models = {
+        fs: files_at_n
+        for fs, files_at_n in (trained.manifest.get("player_models") or {}).items()
+        if fs in shipped
+    }
+    files += [f for files_at_n in player_models.values() for f in files_at_n.values()]
     files += list(((trained.manifest.get("strength") or {}).get("models") or {}).values())
     files += [rel for rel in SHIPPED_TABLES if (trained.root / rel).is_file()]
     for rel in files:
@@ -117,6 +123,7 @@ def register_meta_models(
     manifest.update(
         name=name,
         models={fs: trained.manifest["models"][fs] for fs in shipped},
+        player_models=player_models,
         feature_sets={fs: trained.manifest["feature_sets"][fs] for fs in shipped},
         aggregates_dir=AGGREGATES,
         player_aggregates_dir=PLAYER_AGGREGATES if player_dir is not None else None,

@@ -80,6 +80,7 @@ from pipeline.meta.model import (
     train_and_evaluate,
     unseen_instances,
 )
+from pipeline.meta.player_training import PLAYER_MODEL, train_player_models
 
 log = logging.getLogger(__name__)
 
@@ -328,12 +329,15 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
         "validation_draws_per_group": config.validation_draws_per_group,
         "eval_draws_per_group": config.eval_draws_per_group,
         "player_repeats": config.player_repeats,
+        "player_unit_draws": config.player_unit_draws,
         "instances_train": counts["train"],
         "instances_validation": counts["validation"],
         "instances_evaluation": counts["evaluation"],
         "rank_groups": ",".join(data.group_names),
     }
     results: list[NResult] = []
+    # feature set → n → file of the model fitted for one player's games (player_training.py)
+    player_models: dict[str, dict[str, str]] = {}
     strength_fits: dict[int, StrengthAtN] = {}
     experiment = EXPERIMENT.format(game=run.game)
     with tracked_run(
@@ -349,6 +353,20 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
             results.append(result)
             for model in result.models.values():
                 model.save(run.out_dir / "models" / model.feature_set / f"n{n}.txt")
+            if player_data is not None:
+                applied = [preferred_set(list(result.models)),
+                           preferred_set(list(result.models), clock=False)]  # fmt: skip
+                trained = train_player_models(
+                    data, player_data, n, list(dict.fromkeys(s for s in applied if s)),
+                    result.samples, result.samples["player"], config,
+                )  # fmt: skip
+                if trained is not None:
+                    result.evaluations += trained.evaluations
+                    for fs, model in trained.models.items():
+                        model.save(run.out_dir / PLAYER_MODEL.format(feature_set=fs, n=n))
+                        player_models.setdefault(fs, {})[str(n)] = PLAYER_MODEL.format(
+                            feature_set=fs, n=n
+                        )
             fit = strength_at_n(data, result, config)
             if fit is not None:
                 fit.model.save(run.out_dir / STRENGTH_MODEL.format(n=n))
@@ -414,6 +432,9 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
                 for fs in config.feature_sets
                 if fs in results[0].models
             },
+            # The models an estimate of one player applies, fitted with that player-specific
+            # set's samples of one player's games (absent: none; the rank-group models apply).
+            "player_models": player_models,
             "chen_group_means": {
                 net: means.tolist() for net, means in chen_group_means(data, config).items()
             },
@@ -534,13 +555,30 @@ class MetaModels:
         """The continuous strength model with its calibrated intervals, if trained."""
         return saved_strength(self.root, self.manifest)
 
-    def booster(self, feature_set: str, n: int) -> lgb.Booster:
-        return lgb.Booster(model_file=str(self.root / self.manifest["models"][feature_set][str(n)]))
+    def player_trained(self, feature_set: str, n: int) -> bool:
+        """Whether the model of ``feature_set`` at ``n`` has a sibling fitted for one player's
+        own games (``pipeline/meta/player_training.py``), the one an estimate applies."""
+        return str(n) in self.manifest.get("player_models", {}).get(feature_set, {})
+
+    def booster(self, feature_set: str, n: int, *, player: bool = False) -> lgb.Booster:
+        """The model of ``feature_set`` at ``n``; ``player``: its sibling fitted for one
+        player's games where it has one."""
+        files = self.manifest["models"][feature_set]
+        if player and self.player_trained(feature_set, n):
+            files = self.manifest["player_models"][feature_set]
+        return lgb.Booster(model_file=str(self.root / files[str(n)]))
 
     def predict(
-        self, features: np.ndarray, columns: Sequence[str], feature_set: str, n: int
+        self,
+        features: np.ndarray,
+        columns: Sequence[str],
+        feature_set: str,
+        n: int,
+        *,
+        player: bool = False,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(continuous output, group index) for rows of ``features`` (named by ``columns``)."""
+        """(continuous output, group index) for rows of ``features`` (named by ``columns``);
+        ``player``: the rows are one player's own games (:meth:`booster`)."""
         wanted = self.manifest["feature_sets"][feature_set]
         missing = [c for c in wanted if c not in columns]
         if missing:
@@ -549,7 +587,7 @@ class MetaModels:
                 " (extract with the same nets as the training features)"
             )
         pick = [list(columns).index(c) for c in wanted]
-        raw = self.booster(feature_set, n).predict(features[:, pick])
+        raw = self.booster(feature_set, n, player=player).predict(features[:, pick])
         return raw, round_to_group(raw, len(self.group_names))
 
 
