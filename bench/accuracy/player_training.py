@@ -111,7 +111,8 @@ def main() -> None:
                                        repeats=args.unit_draws, rng=rng)  # fmt: skip
                 judged_part = other.subset(judged_rows)
                 held = player_samples(judged_part.features, judged_part.unit, judged_part.group,
-                                      n=n, repeats=args.repeats, rng=rng)  # fmt: skip
+                                      n=n, repeats=args.repeats,
+                                      rng=np.random.default_rng([n, h, judged, 1]))  # fmt: skip
                 boosters = {"rank_group": base.booster}
                 if {"players", "players_shift"} & set(ways):
                     boosters["players"] = fit_model(

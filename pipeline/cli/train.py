@@ -55,6 +55,20 @@ def _split(text: str) -> SplitConfig:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+def shipped_derivation_check() -> dict | None:
+    """How the derived player intervals held on the default Go model's ``by-player`` players,
+    for a model whose data have no player-specific set (chess) to quote; None without it."""
+    from pipeline.core.errors import KibitzError
+    from pipeline.meta.player_variance import derivation_check
+    from pipeline.meta.registered import resolve_meta_models
+
+    try:
+        return derivation_check(resolve_meta_models(None, "go").manifest)
+    except (KibitzError, OSError) as exc:
+        log.warning("no derivation check to record (the default Go model: %s)", exc)
+        return None
+
+
 def cmd_train_meta(args: argparse.Namespace) -> int:
     from pipeline.meta.report import markdown_table
     from pipeline.meta.train import TrainMetaRun, run_train_meta
@@ -80,6 +94,7 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
         tracking_uri=settings.tracking_uri(args.tracking_uri),
         aggregate=AggregateConfig(alpha=args.alpha, gamma=args.gamma),
         command=command_line(),
+        derivation_check=None if args.player_aggregates else shipped_derivation_check(),
     )
     manifest = run_train_meta(run, config)
     from pipeline.meta.report import load_results

@@ -99,12 +99,20 @@ class Estimate:
     interval_80: list[float] | None
     interval_95: list[float] | None
     # What the intervals were calibrated on: "player" (one player's own n_model games, where the
-    # model has a player-specific set) or "rank_group" (samples of n_model different players,
+    # model has a player-specific set), "derived" (the rank-group widths widened by rho, the
+    # share of one game's error that a player's games share, measured on players with two or
+    # more games: chess, whose data hold no player with many games in one band;
+    # pipeline/meta/player_variance.py) or "rank_group" (samples of n_model different players,
     # which cover one player's own games less from about 10 games on: docs/guide/estimate.md).
     interval_calibration: str | None
     # How often those intervals held on one player's own n_model games, measured on players
     # they were not calibrated on ([80 %, 95 %]); None where not measured.
     interval_coverage_player: list[float] | None
+    # "derived" only: rho and the players it rests on, and how the same derivation held where
+    # the answer is known ({"model": the Go model, "coverage": [80 %, 95 %]} at n_model).
+    interval_rho: float | None
+    interval_rho_players: int | None
+    interval_check: dict | None
     # Games at which the model's measured ±1-group accuracy reaches `confidence` (trained n
     # interpolated), and how many more than `games_used` that is; None: not reached.
     confidence: float
@@ -196,11 +204,21 @@ class Estimate:
             for level, iv in (("80 %", self.interval_80), ("95 %", self.interval_95))
             if iv is not None
         ]
-        calibrated = (
-            f"; calibrated on one player's own {self.n_model} game(s)"
-            if self.interval_calibration == "player"
-            else ""
-        )
+        calibrated = {
+            "player": f"; calibrated on one player's own {self.n_model} game(s)",
+            "rank_group": f"; calibrated on {self.n_model} different players' games",
+            "derived": (
+                f"; derived for one player's own {self.n_model} game(s) from the share of the"
+                f" error one player's games share (ρ = {self.interval_rho},"
+                f" {self.interval_rho_players or 0:,} players with 2+ games)"
+            ),
+        }.get(self.interval_calibration or "", "")
+        if self.interval_check is not None:
+            low, high = (100 * c for c in self.interval_check["coverage"])
+            calibrated += (
+                f"; on Go, where one player's games are known ({self.interval_check['model']}),"
+                f" the same derivation held {low:.1f} / {high:.1f} % of the time"
+            )
         held = (
             f"; on other players' own {self.n_model} game(s) the model measured these intervals"
             f" to hold {100 * self.interval_coverage_player[0]:.1f} / "
@@ -331,6 +349,19 @@ def _player_coverage(strength: SavedStrength | None, n: int) -> list[float] | No
     """The strength intervals' measured coverage on one player's own ``n`` games, if any."""
     measured = strength.coverage(n, "player") if strength is not None else None
     return list(measured) if measured is not None else None
+
+
+def _derivation(strength: SavedStrength | None, n: int) -> dict:
+    """The Estimate's interval_rho, interval_rho_players and interval_check at trained ``n``:
+    set where the applied intervals are derived (SavedStrength.calibration)."""
+    if strength is None or strength.calibration(n) != "derived":
+        return {"interval_rho": None, "interval_rho_players": None, "interval_check": None}
+    check = strength.derivation_check(n)
+    return {
+        "interval_rho": strength.derived.get("rho"),
+        "interval_rho_players": strength.derived.get("players"),
+        "interval_check": {"model": check[0], "coverage": check[1]} if check else None,
+    }
 
 
 def player_instances(aggregates: Path, player: str) -> pa.Table:
@@ -554,6 +585,7 @@ def run_estimate(
         interval_95=last.interval_95,
         interval_calibration=strength.calibration(last.n_model) if strength is not None else None,
         interval_coverage_player=_player_coverage(strength, last.n_model),
+        **_derivation(strength, last.n_model),
         confidence=confidence,
         games_needed=None if needed is None else math.ceil(needed - 1e-9),
         further_games=further_games(needed, instances.num_rows),

@@ -122,11 +122,11 @@ class StrengthModel:
 
 def _rated(samples: Samples) -> tuple[np.ndarray, np.ndarray]:
     """(features, strength) of the samples with a rated strength."""
-    keep = _rated_rows(samples)
+    keep = rated_rows(samples)
     return samples.features[keep], samples.strength[keep] if keep.size else np.empty(0)
 
 
-def _rated_rows(samples: Samples) -> np.ndarray:
+def rated_rows(samples: Samples) -> np.ndarray:
     """Indices of the samples with a rated strength."""
     if samples.strength is None:
         return np.empty(0, np.int64)
@@ -249,10 +249,10 @@ def evaluate_strength(
         return row
     pick = [list(columns).index(c) for c in model.columns]
     error = np.abs(model.predict(x[:, pick]) - y)
-    return row | _figures(error, model.half_width, model.half_width, y, baseline)
+    return row | interval_figures(error, model.half_width, model.half_width, y, baseline)
 
 
-def _figures(
+def interval_figures(
     error: np.ndarray,
     judged_by: dict[float, float] | np.ndarray,
     shipped: dict[float, float],
@@ -302,7 +302,7 @@ def calibrate_on_players(
     judged by the half-widths of the other half's players, both ways (cross-conformal over two
     halves), the widths that ship from all of them. (None, the row without figures) when a half
     has fewer than :data:`MIN_PLAYERS` rated players."""
-    rows = _rated_rows(samples)
+    rows = rated_rows(samples)
     players = unit_player[samples.unit[rows]]  # (S,) the player of each rated sample
     half = player_halves(unit_player.tolist(), salt)[samples.unit[rows]]  # (S,) one hash a unit
     row: dict = {"n": model.n, "sampling": "player", "calibration": "player",
@@ -323,7 +323,7 @@ def calibrate_on_players(
     shipped = widths(np.ones(error.size, dtype=bool))
     judged_by = {lv: np.where(half == 0, folds[1][lv], folds[0][lv]) for lv in LEVELS}
     row |= {"players": int(np.unique(players).size)}
-    row |= _figures(error, judged_by, shipped, y, baseline)
+    row |= interval_figures(error, judged_by, shipped, y, baseline)
     calibration = PlayerCalibration(
         model.n, shipped, folds, int(np.unique(players).size), int(error.size), salt
     )
@@ -379,7 +379,7 @@ def strength_at_n(
     return StrengthAtN(model, players, rows)
 
 
-def _widths_json(half_width: dict[float, float]) -> list[float | None]:
+def widths_json(half_width: dict[float, float]) -> list[float | None]:
     """Half-widths at each level of LEVEL_GRID, rounded; None where no finite bound."""
     return [
         None if math.isinf(half_width[level]) else round(half_width[level], 4)
@@ -387,9 +387,16 @@ def _widths_json(half_width: dict[float, float]) -> list[float | None]:
     ]
 
 
-def strength_manifest(fits: dict[int, StrengthAtN], scale: str | None) -> dict | None:
+def strength_manifest(
+    fits: dict[int, StrengthAtN],
+    scale: str | None,
+    *,
+    derived: dict | None = None,
+    more_rows: Sequence[dict] = (),
+) -> dict | None:
     """The manifest's ``strength`` record: scale, columns, model files, half-widths of each
-    calibration, figures."""
+    calibration (``derived``: the derived player calibration's record), figures (the fits'
+    and ``more_rows``)."""
     if not fits:
         return None
     first = next(iter(fits.values())).model
@@ -403,18 +410,20 @@ def strength_manifest(fits: dict[int, StrengthAtN], scale: str | None) -> dict |
         "calibration_errors": {str(n): fit.model.calibration_errors for n, fit in fits.items()},
         "models": {str(n): STRENGTH_MODEL.format(n=n) for n in fits},
         # per n, the half-width at each level of level_grid (None: no finite bound)
-        "half_width": {str(n): _widths_json(fit.model.half_width) for n, fit in fits.items()},
-        "results": [row for fit in fits.values() for row in fit.rows],
+        "half_width": {str(n): widths_json(fit.model.half_width) for n, fit in fits.items()},
+        "results": [row for fit in fits.values() for row in fit.rows] + list(more_rows),
     }
+    if derived:
+        record["derived_player_calibration"] = derived
     if players:
         record["player_calibration"] = {
             "salt": next(iter(players.values())).salt,
             "players": {str(n): c.players for n, c in players.items()},
             "errors": {str(n): c.errors for n, c in players.items()},
-            "half_width": {str(n): _widths_json(c.half_width) for n, c in players.items()},
+            "half_width": {str(n): widths_json(c.half_width) for n, c in players.items()},
             # per n, [half 0's widths, half 1's]: each judges the other half's players
             "fold_half_width": {
-                str(n): [_widths_json(w) for w in c.fold_half_width] for n, c in players.items()
+                str(n): [widths_json(w) for w in c.fold_half_width] for n, c in players.items()
             },
         }
     return record
@@ -443,6 +452,7 @@ def strength_markdown(rows: list[dict], scale: str | None) -> str:
 _CALIBRATED_ON = {
     "rank_group": "samples of n players",
     "player": "one player's n games (other half of the players)",
+    "derived": "derived from ρ (the error one player's games share)",
 }
 
 
@@ -479,9 +489,26 @@ class SavedStrength:
 
     def calibration(self, n: int) -> str:
         """What the half-widths applied at trained ``n`` were calibrated on: ``player`` (one
-        player's own n games) where the model has that calibration at n, else ``rank_group``."""
-        players = self.record.get("player_calibration", {}).get("half_width", {})
-        return "player" if str(n) in players else "rank_group"
+        player's own n games) where the model has that calibration at n; else ``derived`` (the
+        rank-group widths widened by the share of the error one player's games share:
+        ``pipeline/meta/player_variance.py``) where it has that; else ``rank_group``."""
+        if str(n) in self.record.get("player_calibration", {}).get("half_width", {}):
+            return "player"
+        if str(n) in self.derived.get("half_width", {}):
+            return "derived"
+        return "rank_group"
+
+    @property
+    def derived(self) -> dict:
+        """The manifest's ``derived_player_calibration`` record ({} where none)."""
+        return self.record.get("derived_player_calibration") or {}
+
+    def derivation_check(self, n: int) -> tuple[str, list[float]] | None:
+        """(model, [coverage 80 %, 95 %]) of the derivation on one player's own ``n`` games in
+        a model where the answer is known (Go's ``by-player`` players); None where not checked."""
+        check = self.derived.get("check") or {}
+        coverage = check.get("coverage", {}).get(str(n))
+        return (check.get("model"), coverage) if coverage else None
 
     def coverage(self, n: int, sampling: str) -> tuple[float, float] | None:
         """The measured coverage of the 80 % and 95 % intervals applied at trained ``n``
@@ -499,6 +526,8 @@ class SavedStrength:
         """(len(LEVEL_GRID),) half-widths applied at trained ``n`` (inf: unbounded)."""
         if self.calibration(n) == "player":
             widths = self.record["player_calibration"]["half_width"][str(n)]
+        elif self.calibration(n) == "derived":
+            widths = self.derived["half_width"][str(n)]
         else:
             widths = self.record["half_width"][str(n)]
         return np.array([math.inf if w is None else w for w in widths], dtype=np.float64)

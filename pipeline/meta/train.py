@@ -81,6 +81,7 @@ from pipeline.meta.model import (
     unseen_instances,
 )
 from pipeline.meta.player_training import PLAYER_MODEL, train_player_models
+from pipeline.meta.player_variance import derive_player_calibration, derived_manifest
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +198,9 @@ class TrainMetaRun:
     tracking_uri: str | None = None  # default: the embedded store in out_dir
     aggregate: AggregateConfig = field(default_factory=AggregateConfig)
     command: str | None = None  # the command line, for the manifest and a shipped model's card
+    # How the derived player intervals held where the answer is known (the default Go model's
+    # figures: player_variance.derivation_check); recorded for a model without a player set.
+    derivation_check: dict | None = None
 
 
 def prepare_aggregates(run: TrainMetaRun) -> Path:
@@ -407,7 +411,17 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
                 meta_report.accuracy_figure(table, sampling),
                 run.out_dir / "plots" / f"accuracy_{sampling}.png",
             )
+        derived = derive_player_calibration(
+            data, strength_fits, {r.n: r.samples.get("player") for r in results}, config
+        )
+        strength_record = strength_manifest(
+            strength_fits,
+            data.strength_scale,
+            derived=derived_manifest(derived, run.derivation_check) if derived else None,
+            more_rows=derived.rows if derived is not None else [],
+        )
         strength_rows = [row for fit in strength_fits.values() for row in fit.rows]
+        strength_rows += derived.rows if derived is not None else []
         if strength_rows:
             strength_table = pa.Table.from_pylist(strength_rows)
             _write_table(strength_table, tables / "strength")
@@ -475,7 +489,7 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
                 for e in evaluations
             ],
             "command": run.command,
-            "strength": strength_manifest(strength_fits, data.strength_scale),
+            "strength": strength_record,
             "tracking_uri": tracking_uri,
             "mlflow_parent_run_id": parent_id,
             "seconds": round(time.perf_counter() - started, 1),

@@ -1,0 +1,87 @@
+"""Player intervals derived from the error one player's games share, checked where it is known.
+
+Chess has no player with many games in one band, so its intervals for one player's n games are
+derived (``pipeline/meta/player_variance.py``): the share ρ of the one-game error that a
+player's games share, measured on the players with two or more games of the model's own
+aggregates, widens the rank-group intervals by √(1 + (n − 1)·ρ). On Go the answer is known: ρ
+from the testing split alone, the derived widths are judged on the ``by-player`` players' own n
+games, beside the coverage of the widths calibrated on those players (the shipped model's
+cross-fitted figure) and of the rank-group widths::
+
+    python bench/accuracy/derived_calibration.py go
+    python bench/accuracy/derived_calibration.py chess
+
+Prints ρ and how many players it rests on; then per n the widths and, where the model has a
+player-specific set, the coverage of the 80 % and 95 % intervals on one player's games under
+each calibration.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from pipeline.meta.aggregate import load_mart
+from pipeline.meta.intervals import LEVEL_GRID, LEVELS
+from pipeline.meta.model import MetaConfig, drop_empty_columns, instance_data, player_eval_samples
+from pipeline.meta.player_variance import (
+    derived_half_widths,
+    out_of_fold_residuals,
+    shared_share,
+)
+from pipeline.meta.registered import resolve_meta_models
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("game", choices=("chess", "go"))
+    parser.add_argument("--model", default=None, help="registry name or folder (default shipped)")
+    parser.add_argument("--n", default="5,10,20", help="sample sizes, comma-separated")
+    parser.add_argument("--repeats", type=int, default=20, help="judged samples a player unit")
+    args = parser.parse_args()
+    models = resolve_meta_models(args.model, args.game)
+    strength = models.strength()
+    groups = load_mart(models.aggregates_dir, "rank_groups")
+    data = drop_empty_columns(
+        instance_data(
+            load_mart(models.aggregates_dir, "player_instance_features"), groups, game=args.game
+        )
+    )
+    residual = out_of_fold_residuals(data, strength.record["feature_set"], MetaConfig())
+    rho, players = shared_share(residual, data.unit_player[data.unit], data.group)
+    print(f"{models.manifest['name']}: ρ = {rho:.3f} from {players:,} players with 2+ games"
+          f" ({strength.scale}; one-game residual sd {np.nanstd(residual):.2f})")  # fmt: skip
+    player = None
+    if models.player_aggregates_dir is not None:
+        player = instance_data(models.player_instances(), groups, game=args.game)
+        player = player.with_columns([player.columns.index(c) for c in data.columns])
+    record = strength.record
+    print("| n | calibration | width 80 % | width 95 % | one player: coverage 80 % | 95 % |")
+    print("|---|---|---|---|---|---|")
+    for n in (int(k) for k in args.n.split(",")):
+        rank = dict(zip(LEVEL_GRID, record["half_width"][str(n)], strict=True))
+        rank = {lv: np.inf if w is None else w for lv, w in rank.items()}
+        ways = {"rank-group": rank, "derived": derived_half_widths(rank, rho, n)}
+        error = None
+        if player is not None:
+            config = MetaConfig(player_repeats=args.repeats)
+            samples = player_eval_samples(player, n, config)
+            keep = np.isfinite(samples.strength)
+            error = np.abs(strength.predict(samples.features[keep], player.columns, n)
+                           - samples.strength[keep])  # fmt: skip
+        for name, widths in ways.items():
+            cover = ("–", "–")
+            if error is not None:
+                cover = tuple(f"{100 * np.mean(error <= widths[lv]):.1f}" for lv in LEVELS)
+            print(f"| {n} | {name} | {2 * widths[0.8]:.2f} | {2 * widths[0.95]:.2f} |"
+                  f" {cover[0]} | {cover[1]} |")  # fmt: skip
+        for row in record.get("results", []):
+            if (row["n"], row["sampling"], row["calibration"]) == (n, "player", "player"):
+                print(f"| {n} | measured on players (cross-fitted) | {row['width_80']:.2f} |"
+                      f" {row['width_95']:.2f} | {100 * row['coverage_80']:.1f} |"
+                      f" {100 * row['coverage_95']:.1f} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
