@@ -111,7 +111,10 @@ def test_estimate_prints_json_and_writes_report(trained: Path, capsys):
     # how often such intervals held on one player's own games, where the model measured it,
     # for the calibration the estimate applied (a player calibration where the model has one)
     calibrated = manifest["strength"].get("player_calibration", {}).get("half_width", {})
-    out_calibration = "player" if "2" in calibrated else "rank_group"
+    derived = manifest["strength"].get("derived_player_calibration", {}).get("half_width", {})
+    out_calibration = (
+        "player" if "2" in calibrated else "derived" if "2" in derived else "rank_group"
+    )
     assert out["interval_calibration"] == out_calibration
     player_rows = {
         r["n"]: [r["coverage_80"], r["coverage_95"]]
@@ -139,6 +142,38 @@ def test_estimate_prints_json_and_writes_report(trained: Path, capsys):
     assert report.stat().st_size > 30_000  # three drawn panels, not an empty canvas
 
 
+def test_derived_player_intervals_are_applied_and_named(trained: Path, tmp_path, capsys):
+    """A model whose manifest derives its player intervals at n = 2 (chess has no player with
+    many games) applies those widths to two games of one player, and the text names ρ and
+    how the derivation held on Go."""
+    model = tmp_path / "meta"
+    shutil.copytree(trained / "meta", model)
+    manifest = json.loads((model / "meta_models.json").read_text())
+    grid = manifest["strength"]["level_grid"]
+    manifest["strength"]["derived_player_calibration"] = {
+        "rho": 0.2153, "players": 2915,
+        "half_width": {"2": [round(100 + 400 * level, 4) for level in grid]},
+        "check": {"model": "kibitz-meta-go", "coverage": {"2": [0.843, 0.961]}},
+    }  # fmt: skip
+    manifest["strength"].pop("player_calibration", None)
+    (model / "meta_models.json").write_text(json.dumps(manifest))
+    capsys.readouterr()
+    args = ["estimate", "chess", str(SPLIT / "1000-1200.pgn.zst"), "--player", PLAYER,
+            "--model", str(model), "--work", str(tmp_path / "work")]  # fmt: skip
+    assert main([*args, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n_model"] == 2 and out["interval_calibration"] == "derived"
+    assert out["interval_80"][1] - out["strength"] == pytest.approx(100 + 400 * 0.8, abs=1e-3)
+    assert out["interval_95"][1] - out["strength"] == pytest.approx(100 + 400 * 0.95, abs=1e-3)
+    assert (out["interval_rho"], out["interval_rho_players"]) == (0.2153, 2915)
+    assert out["interval_check"] == {"model": "kibitz-meta-go", "coverage": [0.843, 0.961]}
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "derived for one player's own 2 game(s) from the share of the error one player's" in text
+    assert "(ρ = 0.2153, 2,915 players with 2+ games)" in text
+    assert "(kibitz-meta-go), the same derivation held 84.3 / 96.1 % of the time" in text
+
+
 def test_estimate_names_a_missing_player(trained: Path):
     with pytest.raises(SystemExit, match="no game of player 'nobody-here'"):
         main(
@@ -157,15 +192,20 @@ def test_games_without_a_clock_or_of_another_time_control_take_the_no_clock_mode
     --json; the training's time controls are in the manifest."""
     import zstandard
 
-    text = zstandard.ZstdDecompressor().stream_reader(
-        (SPLIT / "1000-1200.pgn.zst").open("rb")
-    ).read().decode()
+    text = (
+        zstandard.ZstdDecompressor()
+        .stream_reader((SPLIT / "1000-1200.pgn.zst").open("rb"))
+        .read()
+        .decode()
+    )
     games = [g for g in text.split("\n\n[Event ") if f'"{PLAYER}"' in g]
     assert len(games) == 2
     first = re.sub(r" \{ \[%clk [0-9:]+\] \}", "", games[0])  # over the board: no clock
     second = re.sub(r'\[TimeControl "[^"]+"\]', '[TimeControl "600+5"]', games[1])
     pgn = tmp_path / "mixed.pgn"
-    pgn.write_text("\n\n".join(g if g.startswith("[Event") else "[Event " + g for g in (first, second)))
+    pgn.write_text(
+        "\n\n".join(g if g.startswith("[Event") else "[Event " + g for g in (first, second))
+    )
     manifest = json.loads((trained / "meta" / "meta_models.json").read_text())
     assert "600+5" not in manifest["time_controls"] and manifest["time_controls"]
     argv = ["estimate", "chess", str(pgn), "--player", PLAYER, "--model", str(trained / "meta"),

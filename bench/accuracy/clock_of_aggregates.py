@@ -5,7 +5,7 @@ can gain the part of them that needs only the clocks and the time control, witho
 again: this reads the games' ``%clk`` lists, runs ``sql/intermediate/int_instance_time_usage.sql``
 on them (the same SQL an aggregation runs, with no loss column, so the loss-dependent clock
 columns stay empty and the meta-models leave them out), and writes a copy of the aggregates with
-the clock columns joined to each instance::
+the clock columns and the game's time control joined to each instance::
 
     kibitz ingest chess ../shared/data/chess/lichess-2024-02-blitz/testing --out games-testing
     python bench/accuracy/clock_of_aggregates.py models/kibitz-meta-chess/aggregates games-testing A-clock
@@ -31,6 +31,7 @@ from pipeline.jobs.extract import games_files
 from pipeline.meta.aggregate import INSTANCES
 
 TIME_USAGE = "int_instance_time_usage"
+TIME_CONTROL = ("tc_base_s", "tc_increment_s")  # the game's, beside the instance (its mart's)
 
 
 def clock_moves(games: pa.Table) -> pa.Table:
@@ -68,14 +69,18 @@ def main() -> None:
             args.games / relative, columns=["game_id", "clocks_s", "tc_base_s", "tc_increment_s"]
         )
         tables.append(table.filter(pc.is_in(table["game_id"], value_set=wanted)))
+    games = pa.concat_tables(tables)
     con = duckdb.connect()
-    con.register("stg_moves", clock_moves(pa.concat_tables(tables)))
+    con.register("stg_moves", clock_moves(games))
     usage = con.sql(load_models()[TIME_USAGE].sql).to_arrow_table()
-    clock = [c for c in instances.column_names if c.startswith("clock_")]  # a second run's
-    con.register("instances", instances.drop_columns(clock))
+    # a second run's clock columns, and the time control, which comes from the games here
+    again = [c for c in instances.column_names if c.startswith("clock_") or c in TIME_CONTROL]
+    con.register("instances", instances.drop_columns(again))
     con.register("usage", usage)
+    con.register("controls", games.select(["game_id", *TIME_CONTROL]))
     joined = con.sql(
-        "select instances.*, usage.* exclude (game_id, colour) from instances"
+        "select instances.*, controls.* exclude (game_id), usage.* exclude (game_id, colour)"
+        " from instances left join controls using (game_id)"
         " left join usage using (game_id, colour) order by game, source, game_id, colour"
     ).to_arrow_table()
     shutil.copytree(args.aggregates, args.out, dirs_exist_ok=True)

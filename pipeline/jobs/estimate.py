@@ -140,9 +140,11 @@ class Estimate:
             if self.rated_rank_groups
             else ""
         )
+        games = "one game" if self.n_model == 1 else f"{self.n_model} games"
         on = {
-            "player": f"samples of {self.n_model} game(s) of one player, players it never saw",
-            "rank_group": f"evaluation samples of {self.n_model} different players' games",
+            "player": f"samples of {games} of one player, players it never saw",
+            "rank_group": "evaluation samples"
+            + ("" if self.n_model == 1 else f" of {self.n_model} different players' games"),
         }
         trust = (
             f"; at n={self.n_model} it is right {100 * self.model_accuracy:.1f} % of the time"

@@ -148,6 +148,8 @@ def derive_player_calibration(
     baseline = float(np.nanmean(data.strength[data.split == fit]))
     widths, rows = {}, []
     for n, at_n in fits.items():
+        if n < 2:  # one game is one player's and n players' alike: the rank-group widths
+            continue
         widths[n] = derived_half_widths(at_n.model.half_width, rho, n)
         samples = player_samples.get(n)
         keep = rated_rows(samples) if samples is not None else np.empty(0, np.int64)
@@ -171,7 +173,7 @@ def derived_manifest(derived: DerivedCalibration, check: dict | None) -> dict:
     record = {
         "rho": round(derived.rho, 4),
         "players": derived.players,
-        "half_width": {str(n): widths_json(w) for n, w in derived.half_width.items() if n >= 2},
+        "half_width": {str(n): widths_json(w) for n, w in derived.half_width.items()},
     }
     if check:
         record["check"] = check
