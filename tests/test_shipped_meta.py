@@ -97,7 +97,7 @@ def test_refit_from_the_shipped_aggregates_reproduces_the_model(game, tmp_path):
     nets, players = shipped.manifest.get("sscore_nets"), shipped.player_aggregates_dir
     code = main(
         ["train", "meta", game, "--aggregates", str(shipped.aggregates_dir), "--out", str(tmp_path),
-         "--n", str(n), "--feature-sets", feature_set,
+         "--n", str(n), "--feature-sets", ",".join(shipped.manifest["models"]),
          "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
         + (["--sscore-nets", ",".join(nets)] if nets else [])
         + (["--player-aggregates", str(players)] if players else [])
