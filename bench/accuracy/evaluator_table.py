@@ -1,0 +1,122 @@
+"""What each chess evaluator buys: the meta-model with its loss columns from another evaluator.
+
+The loss is the feature the chess model leans on most, and the evaluator behind it is the
+dearest part of an extraction (Stockfish at 2,000 nodes holds a GPU node to a few hundred
+positions a second). Every other column stays: the loss-only extraction of each evaluator
+(``bench/configs/extract-chess-loss-*.yaml``, the same games) replaces the columns that read
+the loss (the ``loss`` and ``dcloss`` families and the clock columns of the loss in time trouble
+and of think time against the loss) in the base aggregates' instances, so a row differs from
+the base in the evaluator only. Each of ``--splits`` re-drawn game splits fits every row on the
+same samples::
+
+    kibitz extract chess --games games-testing --out F-sf100 --config bench/configs/extract-chess-loss-sf100.yaml
+    kibitz aggregate --features F-sf100 --out A-sf100
+    python bench/accuracy/evaluator_table.py chess A-testing --evaluator "Stockfish 100 nodes=A-sf100" \\
+        --evaluator "Maia-1900 value head=A-maia1900-value" --splits 10
+
+Prints, per evaluator, the rank-group accuracy at each n (mean over the splits and the paired
+difference to the base's Stockfish at 2,000 nodes) and the strength MAE from one game. The cost
+per position comes from ``bench/speed/bench_extract.py --config`` (the same configs).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+from meta_bench import instance_tables, meta_parser, sample_sizes, split_salts
+
+from pipeline.core.data_split import SplitConfig
+from pipeline.meta.intervals import evaluate_strength, fit_strength_model
+from pipeline.meta.model import (
+    MetaConfig,
+    MetaDataError,
+    build_samples,
+    drop_empty_columns,
+    instance_data,
+)
+from pipeline.meta.paired import rank_group_accuracy
+
+# The instance columns an evaluator decides: the loss and its difficulty-corrected means, and
+# the clock columns that read the loss (sql/intermediate/int_instance_time_usage.sql).
+READS_LOSS = re.compile(r"^(loss_|moves_with_loss_|clock_trouble_loss_|clock_think_e?loss_corr_)")
+BASE = "Stockfish 2,000 nodes (the preset)"
+
+
+def with_loss_of(instances: pa.Table, other: pa.Table) -> pa.Table:
+    """``instances`` with every column that reads the loss taken from ``other``'s instances of
+    the same (game, colour); an instance ``other`` lacks keeps nulls there, never the base's."""
+    swapped = [c for c in instances.column_names if READS_LOSS.match(c)]
+    missing = [c for c in swapped if c not in other.column_names]
+    if missing:
+        raise SystemExit(f"the evaluator's aggregates lack {missing[:4]}: same SQL, please")
+    con = duckdb.connect()
+    con.register("base", instances.drop_columns(swapped))
+    con.register("other", other.select(["game_id", "colour", *swapped]))
+    table = con.sql(
+        "select base.*, other.* exclude (game_id, colour) from base"
+        " left join other using (game_id, colour)"
+    ).to_arrow_table()
+    return table.select(instances.column_names)
+
+
+def main() -> None:
+    parser = meta_parser(__doc__, default_n="5,20")
+    parser.add_argument(
+        "--evaluator", action="append", default=[], metavar="NAME=AGGREGATES",
+        help="an evaluator's loss-only aggregates of the same games (repeatable)",
+    )  # fmt: skip
+    parser.add_argument("--feature-set", default="full_dcloss_clock")
+    parser.add_argument("--splits", type=int, default=10, help="re-drawn game splits")
+    args = parser.parse_args()
+    ns = sample_sizes(args.n)
+    instances, groups = instance_tables(args.aggregates)
+    rows = {BASE: instances}
+    for spec in args.evaluator:
+        name, _, folder = spec.partition("=")
+        other, _ = instance_tables(Path(folder))
+        rows[name] = with_loss_of(instances, other)
+    # evaluator -> n -> per split accuracy; evaluator -> per split MAE from one game
+    accuracy: dict[str, dict[int, list[float]]] = {name: {} for name in rows}
+    mae: dict[str, list[float]] = {name: [] for name in rows}
+    for salt in split_salts(args.splits):
+        split = SplitConfig(salt=salt)
+        for name, table in rows.items():
+            data = drop_empty_columns(instance_data(table, groups, game=args.game, split=split))
+            for n in ns:
+                config = MetaConfig(ns=(n,), feature_sets=(args.feature_set,), split=split)
+                try:
+                    figures = rank_group_accuracy(data, n, config)
+                except MetaDataError:
+                    figures = {}
+                value = figures.get(args.feature_set, (np.nan, np.nan))[0]
+                accuracy[name].setdefault(n, []).append(value)
+            config = MetaConfig(ns=(1,), feature_sets=(args.feature_set,), split=split)
+            samples = build_samples(data, 1, config)
+            model = fit_strength_model(data.columns, 1, args.feature_set, samples["train"],
+                                       samples["validation"], config)  # fmt: skip
+            row = evaluate_strength(model, data.columns, samples["evaluation"], "rank_group", 0.0)
+            mae[name].append(row.get("mae", np.nan))
+        print(f"split {salt} done", flush=True)
+    print(f"\n{args.feature_set}: rank-group accuracy %, mean over {args.splits} splits (paired"
+          f" difference to {BASE}: mean ± sd); strength MAE from one game")  # fmt: skip
+    print("| evaluator | " + " | ".join(f"n = {n}" for n in ns) + " | MAE, n = 1 |")
+    print("|---" * (len(ns) + 2) + "|")
+    for name in rows:
+        cells = []
+        for n in ns:
+            a = np.array(accuracy[name][n])
+            cell = f"{np.nanmean(a):.1f}"
+            if name != BASE:
+                d = a - np.array(accuracy[BASE][n])
+                cell += f" ({np.nanmean(d):+.1f} ± {np.nanstd(d, ddof=1):.1f})"
+            cells.append(cell)
+        m = np.array(mae[name])
+        print(f"| {name} | " + " | ".join(cells) + f" | {np.nanmean(m):.0f} |")
+
+
+if __name__ == "__main__":
+    main()
