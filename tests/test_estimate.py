@@ -110,15 +110,18 @@ def test_estimate_prints_json_and_writes_report(trained: Path, capsys):
     assert 800 < out["strength"] < 2400
     # how often such intervals held on one player's own games, where the model measured it,
     # for the calibration the estimate applied (a player calibration where the model has one)
-    calibrated = manifest["strength"].get("player_calibration", {}).get("half_width", {})
-    derived = manifest["strength"].get("derived_player_calibration", {}).get("half_width", {})
+    # the strength model of the applied set: the clock set's, for these clocked games
+    record = manifest["strength_sets"]["full_dcloss_clock"]
+    assert out["strength_feature_set"] == record["feature_set"] == "full_dcloss_clock"
+    calibrated = record.get("player_calibration", {}).get("half_width", {})
+    derived = record.get("derived_player_calibration", {}).get("half_width", {})
     out_calibration = (
         "player" if "2" in calibrated else "derived" if "2" in derived else "rank_group"
     )
     assert out["interval_calibration"] == out_calibration
     player_rows = {
         r["n"]: [r["coverage_80"], r["coverage_95"]]
-        for r in manifest["strength"]["results"]
+        for r in record["results"]
         if (r["sampling"], r["calibration"]) == ("player", out_calibration) and "coverage_80" in r
     }  # fmt: skip
     assert out["interval_coverage_player"] == player_rows.get(2)
@@ -149,13 +152,14 @@ def test_derived_player_intervals_are_applied_and_named(trained: Path, tmp_path,
     model = tmp_path / "meta"
     shutil.copytree(trained / "meta", model)
     manifest = json.loads((model / "meta_models.json").read_text())
-    grid = manifest["strength"]["level_grid"]
-    manifest["strength"]["derived_player_calibration"] = {
+    record = manifest["strength_sets"]["full_dcloss_clock"]  # what clocked games apply
+    grid = record["level_grid"]
+    record["derived_player_calibration"] = {
         "rho": 0.2153, "players": 2915,
         "half_width": {"2": [round(100 + 400 * level, 4) for level in grid]},
         "check": {"model": "kibitz-meta-go", "coverage": {"2": [0.843, 0.961]}},
     }  # fmt: skip
-    manifest["strength"].pop("player_calibration", None)
+    record.pop("player_calibration", None)
     (model / "meta_models.json").write_text(json.dumps(manifest))
     capsys.readouterr()
     args = ["estimate", "chess", str(SPLIT / "1000-1200.pgn.zst"), "--player", PLAYER,
@@ -213,6 +217,7 @@ def test_games_without_a_clock_or_of_another_time_control_take_the_no_clock_mode
     assert main([*argv, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["feature_set"] == "full_dcloss" and out["games_used"] == 2
+    assert out["strength_feature_set"] == "full_dcloss"  # the strength model reads none either
     assert out["feature_set_note"].startswith("1 of 2 game(s) have no clock; time control 600+5")
     assert out["feature_set_note"].endswith("so the model that reads no clock (full_dcloss)")
     assert main(argv) == 0

@@ -79,7 +79,10 @@ def test_estimate_works_with_no_model_option(game, tmp_path, capsys):
     assert low < out["strength"] < high
     # the intervals are calibrated on one player's own games (n = 1: every evaluation or
     # by-player player's single games), and their coverage on other players is the card's
-    record = models.manifest["strength"]
+    # the strength model of the applied set (chess: the clock set's, for these clocked games)
+    record = models.strength(out["feature_set"]).record
+    assert out["strength_feature_set"] == record["feature_set"]
+    assert (record["feature_set"] == "full_dcloss_clock") == (game == "chess")
     assert out["interval_calibration"] == "player"
     width = record["player_calibration"]["half_width"][str(out["n_model"])][79]
     assert out["interval_80"][1] - out["strength"] == pytest.approx(width, abs=1e-3)
@@ -114,6 +117,10 @@ def test_refit_from_the_shipped_aggregates_reproduces_the_model(game, tmp_path):
     )
     np.testing.assert_array_equal(
         refit.strength().predict(x, columns, n), shipped.strength().predict(x, columns, n)
+    )
+    np.testing.assert_array_equal(  # the applied set's (chess: the clock set's)
+        refit.strength(feature_set).predict(x, columns, n),
+        shipped.strength(feature_set).predict(x, columns, n),
     )
     assert refit.accuracy(feature_set, n) == shipped.accuracy(feature_set, n)
     # and the sibling fitted for one player's games, with its cross-fitted figures (Go)

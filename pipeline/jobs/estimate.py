@@ -95,6 +95,9 @@ class Estimate:
     # The continuous estimate on the data's scale (chess rating, Go numeric rank) with its
     # conformal 80 % and 95 % intervals ([low, high]); None where the model has no strength part.
     strength_scale: str | None
+    # The features the strength model read: the clock set's for games with a clock (where the
+    # model has one), else the set that reads none.
+    strength_feature_set: str | None
     strength: float | None
     interval_80: list[float] | None
     interval_95: list[float] | None
@@ -565,7 +568,7 @@ def run_estimate(
     sampling, measured = applied_figures(models, chosen, last.n_model)
     pm1 = [applied_figures(models, chosen, n)[1].get("accuracy_pm1") for n in models.ns]
     needed = games_for_confidence(models.ns, pm1, confidence)
-    strength = models.strength()
+    strength = models.strength(chosen)
     return Estimate(
         player=player,
         game=game,
@@ -582,6 +585,7 @@ def run_estimate(
         model_accuracy_pm1=measured.get("accuracy_pm1"),
         model_samples=measured.get("samples"),
         strength_scale=strength.scale if strength is not None else None,
+        strength_feature_set=strength.record["feature_set"] if strength is not None else None,
         strength=last.strength,
         interval_80=last.interval_80,
         interval_95=last.interval_95,

@@ -65,6 +65,25 @@ PLAYER_SALT = "kibitz-player-halves-v1"  # which half of the players calibrates,
 # has no finite bound or rests on a handful of players.
 MIN_PLAYERS = 20
 STRENGTH_MODEL = "models/strength/n{n}.txt"  # in a `kibitz train meta` output folder
+# the strength models of a set that reads the clock (games with one), beside the one that reads
+# none (every game)
+CLOCK_STRENGTH_MODEL = "models/strength-{feature_set}/n{n}.txt"
+
+
+def strength_sets(trained: Sequence[str]) -> list[str]:
+    """The feature sets that get a strength model: first the one an estimate applies to games
+    without a clock (its intervals hold for every game), then the one it applies to games with
+    one, where that reads the clock (:func:`pipeline.meta.model.preferred_set`)."""
+    sets = [preferred_set(trained, clock=False), preferred_set(trained)]
+    return list(dict.fromkeys(fs for fs in sets if fs is not None))
+
+
+def strength_model_path(feature_set: str, n: int, *, primary: bool) -> str:
+    """Where the strength model of ``feature_set`` at ``n`` lives in an output folder: the one
+    every game can use (``primary``) at :data:`STRENGTH_MODEL`, another beside it."""
+    if primary:
+        return STRENGTH_MODEL.format(n=n)
+    return CLOCK_STRENGTH_MODEL.format(feature_set=feature_set, n=n)
 
 
 def conformal_quantile(errors: np.ndarray, level: float) -> float:
@@ -344,15 +363,15 @@ def strength_at_n(
     result: NResult,
     config: MetaConfig,
     *,
+    feature_set: str | None = None,
     player_salt: str = PLAYER_SALT,
 ) -> StrengthAtN | None:
-    """The strength model of one n of ``kibitz train meta`` (on the feature set an estimate
-    applies to games without a clock), its player calibration where the player samples allow,
-    and its figures, on the samples the rank-group models used; None when the data cannot support it (no rated
-    instances, no monitoring samples to calibrate on)."""
-    # The set that reads no clock: its intervals hold for every game, with a clock or not (the
-    # clock family sharpens the rank group, which an estimate from games without one replaces).
-    feature_set = preferred_set(list(result.models), clock=False)
+    """The strength model of one n of ``kibitz train meta`` on ``feature_set`` (default: the
+    set an estimate applies to games without a clock, whose intervals hold for every game), its
+    player calibration where the player samples allow, and its figures, on the samples the
+    rank-group models used; None when the data cannot support it (no rated instances, no
+    monitoring samples to calibrate on)."""
+    feature_set = feature_set or preferred_set(list(result.models), clock=False)
     calibration = result.samples.get("validation")
     if data.strength is None or feature_set is None or calibration is None:
         log.warning("n=%d: no strength intervals (no rated strength or no monitoring samples)",
@@ -393,6 +412,7 @@ def strength_manifest(
     *,
     derived: dict | None = None,
     more_rows: Sequence[dict] = (),
+    primary: bool = True,
 ) -> dict | None:
     """The manifest's ``strength`` record: scale, columns, model files, half-widths of each
     calibration (``derived``: the derived player calibration's record), figures (the fits'
@@ -408,7 +428,9 @@ def strength_manifest(
         "levels": list(LEVELS),
         "level_grid": list(LEVEL_GRID),
         "calibration_errors": {str(n): fit.model.calibration_errors for n, fit in fits.items()},
-        "models": {str(n): STRENGTH_MODEL.format(n=n) for n in fits},
+        "models": {
+            str(n): strength_model_path(first.feature_set, n, primary=primary) for n in fits
+        },
         # per n, the half-width at each level of level_grid (None: no finite bound)
         "half_width": {str(n): widths_json(fit.model.half_width) for n, fit in fits.items()},
         "results": [row for fit in fits.values() for row in fit.rows] + list(more_rows),
@@ -431,17 +453,20 @@ def strength_manifest(
 
 def strength_markdown(rows: list[dict], scale: str | None) -> str:
     """The figures as a Markdown table: coverage of each interval, widths, MAE vs the mean."""
+    by_set = any("feature_set" in r for r in rows)  # a table of several strength models
     lines = [
         f"strength on the {scale} scale: coverage of the conformal intervals and MAE",
-        "| sampling | calibrated on | n | samples | coverage 80 % | coverage 95 % | width 80 %"
-        " | width 95 % | MAE | MAE of the mean predictor |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| {'feature set | ' if by_set else ''}sampling | calibrated on | n | samples"
+        " | coverage 80 % | coverage 95 % | width 80 % | width 95 % | MAE"
+        " | MAE of the mean predictor |",
+        "|---" * (11 if by_set else 10) + "|",
     ]
     for r in rows:
         if "mae" not in r:
             continue
         lines.append(
-            f"| {r['sampling']} | {_CALIBRATED_ON[r['calibration']]} | {r['n']}"
+            f"| {r['feature_set'] + ' | ' if by_set else ''}{r['sampling']}"
+            f" | {_CALIBRATED_ON[r['calibration']]} | {r['n']}"
             f" | {r['samples']:,} | {100 * r['coverage_80']:.1f} | {100 * r['coverage_95']:.1f}"
             f" | {r['width_80']:g} | {r['width_95']:g} | {r['mae']:g}"
             f" | {r['mae_mean_predictor']:g} |"

@@ -101,8 +101,38 @@ def _strength(manifest: dict[str, Any]) -> list[str]:
             f" games (players: {counts}; each weighs the same): its coverage is measured with"
             " each half of the players (hash of the name) judged by the other half's widths."
         )
+    lines[-1] += _derived(record)
     lines += ["", strength_markdown(record.get("results", []), record["scale"])]
+    for feature_set, other in (manifest.get("strength_sets") or {}).items():
+        lines += [
+            "",
+            f"The same from the {feature_set} features, which an estimate applies to games with"
+            f" a clock (the {record['feature_set']} model above holds for every game).{_derived(other)}",
+            "",
+            strength_markdown(other.get("results", []), other["scale"]),
+        ]
     return [*lines, ""]
+
+
+def _derived(record: dict[str, Any]) -> str:
+    """The derived player calibration of a strength record, in a sentence ("" where none)."""
+    derived = record.get("derived_player_calibration")
+    if not derived or not derived.get("half_width"):
+        return ""
+    ns = ", ".join(derived["half_width"])
+    text = (
+        f" Where no player calibration was measured, one player's n games (n = {ns}) get"
+        f" derived widths: the rank-group ones times √(1 + (n − 1)ρ), ρ = {derived['rho']} the"
+        f" share of a one-game error that a player's games share, from {derived['players']:,}"
+        " players with two or more games (`pipeline/meta/player_variance.py`)."
+    )
+    check = derived.get("check")
+    if check:
+        held = "; ".join(
+            f"n = {n}: {100 * c[0]:.1f} / {100 * c[1]:.1f} %" for n, c in check["coverage"].items()
+        )
+        text += f" On Go's one-player games ({check['model']}) the derivation held {held}."
+    return text
 
 
 def _nets(manifest: dict[str, Any], models_dir: Path | None) -> list[str]:

@@ -95,7 +95,7 @@ def score_steps(
         Step(int(k), int(n), int(i), float(r))
         for k, n, i, r in zip(games, nearest, index, raw, strict=True)
     ]
-    strength = models.strength()
+    strength = models.strength(feature_set)
     if strength is None:
         return steps
     near_s = np.array([strength.nearest_n(int(k)) for k in games])

@@ -110,7 +110,11 @@ def register_meta_models(
         if fs in shipped
     }
     files += [f for files_at_n in player_models.values() for f in files_at_n.values()]
-    files += list(((trained.manifest.get("strength") or {}).get("models") or {}).values())
+    records = [trained.manifest.get("strength") or {}]
+    records += [
+        r for fs, r in (trained.manifest.get("strength_sets") or {}).items() if fs in shipped
+    ]
+    files += [f for record in records for f in (record.get("models") or {}).values()]
     files += [rel for rel in SHIPPED_TABLES if (trained.root / rel).is_file()]
     for rel in files:
         _copy(trained.root / rel, target / rel)
@@ -124,6 +128,11 @@ def register_meta_models(
         name=name,
         models={fs: trained.manifest["models"][fs] for fs in shipped},
         player_models=player_models,
+        strength_sets={
+            fs: r
+            for fs, r in (trained.manifest.get("strength_sets") or {}).items()
+            if fs in shipped
+        },
         feature_sets={fs: trained.manifest["feature_sets"][fs] for fs in shipped},
         aggregates_dir=AGGREGATES,
         player_aggregates_dir=PLAYER_AGGREGATES if player_dir is not None else None,

@@ -52,13 +52,14 @@ from pipeline.meta.aggregate import (
     run_aggregate,
 )
 from pipeline.meta.intervals import (
-    STRENGTH_MODEL,
     SavedStrength,
     StrengthAtN,
     saved_strength,
     strength_at_n,
     strength_manifest,
     strength_markdown,
+    strength_model_path,
+    strength_sets,
 )
 from pipeline.meta.model import (
     Evaluation,
@@ -342,7 +343,8 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
     results: list[NResult] = []
     # feature set → n → file of the model fitted for one player's games (player_training.py)
     player_models: dict[str, dict[str, str]] = {}
-    strength_fits: dict[int, StrengthAtN] = {}
+    # feature set → n → its strength model (intervals.strength_sets: the no-clock set first)
+    strength_fits: dict[str, dict[int, StrengthAtN]] = {}
     experiment = EXPERIMENT.format(game=run.game)
     with tracked_run(
         experiment,
@@ -371,16 +373,19 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
                         player_models.setdefault(fs, {})[str(n)] = PLAYER_MODEL.format(
                             feature_set=fs, n=n
                         )
-            fit = strength_at_n(data, result, config)
-            if fit is not None:
-                fit.model.save(run.out_dir / STRENGTH_MODEL.format(n=n))
-                strength_fits[n] = fit
+            for k, feature_set in enumerate(strength_sets(list(result.models))):
+                fit = strength_at_n(data, result, config, feature_set=feature_set)
+                if fit is None:
+                    continue
+                fit.model.save(run.out_dir / strength_model_path(feature_set, n, primary=k == 0))
+                strength_fits.setdefault(feature_set, {})[n] = fit
+                prefix = "strength" if k == 0 else f"strength_{feature_set}"
                 log_metrics(
                     {
-                        f"strength_{r['sampling']}_{r['calibration']}_{k}_n{n}": v
+                        f"{prefix}_{r['sampling']}_{r['calibration']}_{key}_n{n}": v
                         for r in fit.rows
-                        for k, v in r.items()
-                        if k.startswith(("coverage", "mae"))
+                        for key, v in r.items()
+                        if key.startswith(("coverage", "mae"))
                     }
                 )
             for evaluation in result.evaluations:
@@ -411,17 +416,22 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
                 meta_report.accuracy_figure(table, sampling),
                 run.out_dir / "plots" / f"accuracy_{sampling}.png",
             )
-        derived = derive_player_calibration(
-            data, strength_fits, {r.n: r.samples.get("player") for r in results}, config
-        )
-        strength_record = strength_manifest(
-            strength_fits,
-            data.strength_scale,
-            derived=derived_manifest(derived, run.derivation_check) if derived else None,
-            more_rows=derived.rows if derived is not None else [],
-        )
-        strength_rows = [row for fit in strength_fits.values() for row in fit.rows]
-        strength_rows += derived.rows if derived is not None else []
+        # feature set → its strength record; the first reads no clock (every game can use it)
+        strength_records: dict[str, dict] = {}
+        strength_rows: list[dict] = []
+        for k, (feature_set, fits) in enumerate(strength_fits.items()):
+            derived = derive_player_calibration(
+                data, fits, {r.n: r.samples.get("player") for r in results}, config
+            )
+            more = derived.rows if derived is not None else []
+            strength_records[feature_set] = strength_manifest(
+                fits, data.strength_scale, primary=k == 0, more_rows=more,
+                derived=derived_manifest(derived, run.derivation_check) if derived else None,
+            )  # fmt: skip
+            strength_rows += [
+                {"feature_set": feature_set, **row}
+                for row in [*(row for fit in fits.values() for row in fit.rows), *more]
+            ]
         if strength_rows:
             strength_table = pa.Table.from_pylist(strength_rows)
             _write_table(strength_table, tables / "strength")
@@ -489,7 +499,10 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
                 for e in evaluations
             ],
             "command": run.command,
-            "strength": strength_record,
+            # the strength model of the set that reads no clock, and those of the others an
+            # estimate applies (the clock set, for games with one)
+            "strength": next(iter(strength_records.values()), None),
+            "strength_sets": dict(list(strength_records.items())[1:]),
             "tracking_uri": tracking_uri,
             "mlflow_parent_run_id": parent_id,
             "seconds": round(time.perf_counter() - started, 1),
@@ -565,8 +578,13 @@ class MetaModels:
                 return row
         return None
 
-    def strength(self) -> SavedStrength | None:
-        """The continuous strength model with its calibrated intervals, if trained."""
+    def strength(self, feature_set: str | None = None) -> SavedStrength | None:
+        """The continuous strength model with its calibrated intervals, if trained: the one of
+        ``feature_set`` where the model has one (the clock set's, for games with a clock), else
+        the one that reads no clock, which holds for every game."""
+        record = (self.manifest.get("strength_sets") or {}).get(feature_set or "")
+        if record:
+            return SavedStrength(self.root, record)
         return saved_strength(self.root, self.manifest)
 
     def player_trained(self, feature_set: str, n: int) -> bool:
