@@ -59,7 +59,13 @@ def main() -> None:
     record = strength.record
     print("| n | calibration | width 80 % | width 95 % | one player: coverage 80 % | 95 % |")
     print("|---|---|---|---|---|---|")
-    for n in (int(k) for k in args.n.split(",")):
+    ns = [int(k) for k in args.n.split(",")]
+    unknown = [n for n in ns if str(n) not in record["half_width"]]
+    if unknown:
+        parser.error(
+            f"n {unknown} not trained; the model has n = {', '.join(record['half_width'])}"
+        )
+    for n in ns:
         rank = dict(zip(LEVEL_GRID, record["half_width"][str(n)], strict=True))
         rank = {lv: np.inf if w is None else w for lv, w in rank.items()}
         ways = {"rank-group": rank, "derived": derived_half_widths(rank, rho, n)}

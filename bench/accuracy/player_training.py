@@ -18,7 +18,6 @@ Ways (``--ways``):
 - ``players_only``: only those player samples (no rank-group sample);
 - ``shift``: ``rank_group`` with a constant added to its output, the fit-half players' mean
   signed error (the lean of one player's games, measured);
-- ``players_shift``: ``players`` with the same correction;
 - ``cuts``: ``rank_group`` decided by cut points fitted on the fit-half players' samples
   (``pipeline/meta/decision.py``) instead of rounding.
 
@@ -49,7 +48,7 @@ from pipeline.meta.model import (
 )
 from pipeline.meta.samples import Samples, player_samples
 
-WAYS = ("rank_group", "players", "players_only", "shift", "players_shift", "cuts")
+WAYS = ("rank_group", "players", "players_only", "shift", "cuts")
 
 
 def concat(a: Samples, b: Samples) -> Samples:
@@ -114,7 +113,7 @@ def main() -> None:
                                       n=n, repeats=args.repeats,
                                       rng=np.random.default_rng([n, h, judged, 1]))  # fmt: skip
                 boosters = {"rank_group": base.booster}
-                if {"players", "players_shift"} & set(ways):
+                if "players" in ways:
                     boosters["players"] = fit_model(
                         data.columns, args.feature_set, n, concat(train, extra), monitor,
                         groups=data.groups, config=config,
@@ -125,14 +124,14 @@ def main() -> None:
                         config=config,
                     ).booster  # fmt: skip
                 for way in ways:
-                    booster = boosters.get(way.removesuffix("_shift"), base.booster)
+                    booster = boosters.get(way, base.booster)
                     cuts = rounding_cut_points(data.groups)
                     if way == "cuts":
                         cuts = fit_cut_points(
                             booster.predict(extra.features[:, pick]), extra.label, data.groups
                         )
                     offset = 0.0
-                    if way.endswith("shift"):
+                    if way == "shift":  # measured on players the rank-group model never fit
                         offset = float(
                             np.mean(extra.label - booster.predict(extra.features[:, pick]))
                         )

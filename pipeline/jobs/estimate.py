@@ -85,7 +85,7 @@ class Estimate:
     # of one player's own games: pipeline/meta/player_training.py) or "rank_group".
     model_training: str
     # That model's own figures at n_model as `kibitz train meta` measured them, on one player's
-    # own games of players it never saw (model_sampling "player") where measured, else on
+    # own games, none of them fitted on (model_sampling "player") where measured, else on
     # rank-group samples of the evaluation games: how far to trust this estimate. None if not
     # recorded.
     model_sampling: str | None
@@ -145,7 +145,7 @@ class Estimate:
         )
         games = "one game" if self.n_model == 1 else f"{self.n_model} games"
         on = {
-            "player": f"samples of {games} of one player, players it never saw",
+            "player": f"samples of {games} of one player, none of them fitted on",
             "rank_group": "evaluation samples"
             + ("" if self.n_model == 1 else f" of {self.n_model} different players' games"),
         }
@@ -200,6 +200,12 @@ class Estimate:
             lines.append(f"{step['games']:>10} | {group:>10} | {strength}")
         return "\n".join(lines) + "\n"
 
+    def _different_players(self) -> str:
+        """What rank-group samples of n_model are, in words."""
+        if self.n_model == 1:
+            return "single games of different players"
+        return f"{self.n_model} different players' games"
+
     def _strength_text(self) -> str:
         if self.strength is None:
             return ""
@@ -211,7 +217,7 @@ class Estimate:
         ]
         calibrated = {
             "player": f"; calibrated on one player's own {self.n_model} game(s)",
-            "rank_group": f"; calibrated on {self.n_model} different players' games",
+            "rank_group": f"; calibrated on {self._different_players()}",
             "derived": (
                 f"; derived for one player's own {self.n_model} game(s) from the share of the"
                 f" error one player's games share (ρ = {self.interval_rho},"

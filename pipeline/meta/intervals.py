@@ -486,7 +486,7 @@ class SavedStrength:
     """The strength part of a meta-models folder (its manifest's ``strength`` record).
 
     An estimate of one player from their own games applies the player calibration where the
-    model has one at that n (:meth:`calibration`), else the rank-group one.
+    model has one at that n, else the derived one, else the rank-group one (:meth:`calibration`).
     """
 
     root: Path

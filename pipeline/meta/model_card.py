@@ -119,13 +119,26 @@ def _derived(record: dict[str, Any]) -> str:
     derived = record.get("derived_player_calibration")
     if not derived or not derived.get("half_width"):
         return ""
-    ns = ", ".join(derived["half_width"])
-    text = (
-        f" Where no player calibration was measured, one player's n games (n = {ns}) get"
-        f" derived widths: the rank-group ones times √(1 + (n − 1)ρ), ρ = {derived['rho']} the"
-        f" share of a one-game error that a player's games share, from {derived['players']:,}"
-        " players with two or more games (`pipeline/meta/player_variance.py`)."
+    measured = (record.get("player_calibration") or {}).get("half_width", {})
+    applied = [n for n in derived["half_width"] if n not in measured]
+    rho = (
+        f"ρ = {derived['rho']}, the share of a one-game error that a player's games share, from"
+        f" {derived['players']:,} players with two or more games"
+        " (`pipeline/meta/player_variance.py`)"
     )
+    if applied:
+        text = (
+            f" Where no player calibration was measured, one player's n games"
+            f" (n = {', '.join(applied)}) get derived widths: the rank-group ones times"
+            f" √(1 + (n − 1)ρ), {rho}."
+        )
+    else:
+        text = (
+            f" The widths derived from {rho} (the rank-group ones times √(1 + (n − 1)ρ)) are"
+            " not applied here, where every n has a measured player calibration: their rows"
+            " (derived from ρ) check the derivation that a model without a player-specific set"
+            " applies."
+        )
     check = derived.get("check")
     if check:
         held = "; ".join(

@@ -10,8 +10,10 @@ them about 0.2 groups low. A player-trained model is fitted on the same rank-gro
 
 Its figures on one player's games are cross-fitted over two halves of the players (a hash of the
 name, :func:`pipeline.meta.intervals.player_halves`, the halves the player intervals are
-calibrated on): each half is judged by a model fitted on the other half only, so no player is
-both fitted and judged. The model that ships is fitted on every player unit; its rank-group
+calibrated on): each half is judged by a model fitted on the other half's player samples only,
+so no player's games of the set are both fitted and judged (on Fox, a quarter of the set's
+players also have a game or two among the rank-group fit games, which every model sees, one
+game in a mean of n players'). The model that ships is fitted on every player unit; its rank-group
 figures are on the evaluation split, beside the rank-group model's. Measured against the other
 ways tried (a constant shift, cut points fitted on players, player samples only):
 ``bench/accuracy/player_training.py``.
@@ -30,6 +32,7 @@ from pipeline.meta.model import (
     Evaluation,
     InstanceData,
     MetaConfig,
+    MetaDataError,
     TrainedModel,
     evaluate_model,
     fit_model,
@@ -49,7 +52,9 @@ def player_method(feature_set: str) -> str:
 
 
 def with_player_samples(train: Samples, extra: Samples) -> Samples:
-    """The rank-group training samples and one player's samples in one training set."""
+    """The rank-group training samples and the player samples in one training set, for a fit,
+    which reads features and labels only (members and unit ids keep their own tables' meaning,
+    so the result is not for :meth:`Samples.with_strength`)."""
     return Samples(
         np.vstack([train.features, extra.features]),
         np.concatenate([train.label, extra.label]),
@@ -137,6 +142,8 @@ def train_player_models(
     judged = np.full(len(player_eval), -1)  # (S,) which fold judges each sample
     for k, (_, units_judged) in enumerate(plan):
         judged[np.isin(player_eval.unit, units_judged)] = k
+    if np.any(judged < 0):  # samples of a unit the plan does not hold: drawn another way
+        raise MetaDataError(f"n={n}: {int(np.sum(judged < 0))} player samples in no fold")
     models: dict[str, TrainedModel] = {}
     evaluations: list[Evaluation] = []
     for feature_set in feature_sets:

@@ -55,7 +55,7 @@ def shared_share(residual: np.ndarray, player: np.ndarray, group: np.ndarray) ->
     player's games is their own offset from the group."""
     residual = np.array(residual, np.float64)
     group = np.asarray(group)
-    keep = np.isfinite(residual)
+    keep = np.isfinite(residual) & (np.asarray(player).astype(str) != "")  # "": no name
     for g in np.unique(group[keep]):
         rows = keep & (group == g)
         residual[rows] -= residual[rows].mean()
@@ -135,7 +135,7 @@ def derive_player_calibration(
 ) -> DerivedCalibration | None:
     """ρ from ``data``'s players with two or more games (out-of-fold one-game residuals of the
     strength models' feature set) and the widths it derives at each n of ``fits``; judged on
-    ``player_samples[n]`` (one player's n games, players the strength model never saw) where
+    ``player_samples[n]`` (one player's n games the strength model was not fitted on) where
     there are any. None without rated strengths or fits."""
     if not fits or data.strength is None or data.unit_player is None:
         return None

@@ -419,13 +419,15 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
         # feature set → its strength record; the first reads no clock (every game can use it)
         strength_records: dict[str, dict] = {}
         strength_rows: list[dict] = []
-        for k, (feature_set, fits) in enumerate(strength_fits.items()):
+        # the set every game can use leads, whichever fits the data allowed
+        primary = strength_sets(list(results[0].models))[0] if results else None
+        for feature_set, fits in strength_fits.items():
             derived = derive_player_calibration(
                 data, fits, {r.n: r.samples.get("player") for r in results}, config
             )
             more = derived.rows if derived is not None else []
             strength_records[feature_set] = strength_manifest(
-                fits, data.strength_scale, primary=k == 0, more_rows=more,
+                fits, data.strength_scale, primary=feature_set == primary, more_rows=more,
                 derived=derived_manifest(derived, run.derivation_check) if derived else None,
             )  # fmt: skip
             strength_rows += [
@@ -501,8 +503,8 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
             "command": run.command,
             # the strength model of the set that reads no clock, and those of the others an
             # estimate applies (the clock set, for games with one)
-            "strength": next(iter(strength_records.values()), None),
-            "strength_sets": dict(list(strength_records.items())[1:]),
+            "strength": strength_records.get(primary),
+            "strength_sets": {fs: r for fs, r in strength_records.items() if fs != primary},
             "tracking_uri": tracking_uri,
             "mlflow_parent_run_id": parent_id,
             "seconds": round(time.perf_counter() - started, 1),
@@ -554,7 +556,9 @@ class MetaModels:
 
     def player_instances(self) -> pa.Table:
         """The player-specific set's instances: players with many games of their own, none of
-        them fitted on (what a check of these models on one player's games must use)."""
+        them fitted on by the rank-group models (what a check of those on one player's games
+        must use); the models fitted for one player's games were fitted on all of them, and
+        their figures come from two halves of the players (``pipeline/meta/player_training.py``)."""
         if self.player_aggregates_dir is None:
             raise MetaDataError(
                 f"{str(self.root)!r} has no player-specific set (--player-aggregates)"
