@@ -10,6 +10,7 @@ cross-fitted figure) and of the rank-group widths::
 
     python bench/accuracy/derived_calibration.py go
     python bench/accuracy/derived_calibration.py chess
+    python bench/accuracy/derived_calibration.py go --n 5,10,15,20 --through-n-model
 
 Prints ρ and how many players it rests on; then per n the widths and, where the model has a
 player-specific set, the coverage of the 80 % and 95 % intervals on one player's games under
@@ -21,16 +22,56 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from scipy.stats import norm
 
+from pipeline.core.data_split import game_unit
 from pipeline.meta.aggregate import load_mart
 from pipeline.meta.intervals import LEVEL_GRID, LEVELS
-from pipeline.meta.model import MetaConfig, drop_empty_columns, instance_data, player_eval_samples
+from pipeline.meta.model import (
+    MetaConfig,
+    drop_empty_columns,
+    feature_set_columns,
+    instance_data,
+    player_eval_samples,
+)
 from pipeline.meta.player_variance import (
+    FOLD_SALT,
+    FOLDS,
     derived_half_widths,
     out_of_fold_residuals,
     shared_share,
 )
 from pipeline.meta.registered import resolve_meta_models
+from pipeline.meta.samples import rank_group_samples
+
+
+def shared_variance_at_n(data, feature_set: str, n: int) -> float:
+    """The variance one player's games share through the n-game strength model: that model,
+    fitted out of fold by player (``player_variance``'s folds) on rank-group samples, applied to
+    single games, its residuals centred within each group; ρ times their variance."""
+    import lightgbm as lgb
+
+    names = data.unit_player[data.unit].astype(str)
+    unique, member = np.unique(names, return_inverse=True)
+    fold = np.minimum((game_unit(unique.tolist(), FOLD_SALT) * FOLDS).astype(int), FOLDS - 1)
+    fold = fold[member]
+    pick = [data.columns.index(c) for c in feature_set_columns(data.columns, feature_set)]
+    params = {"objective": "regression", "seed": 0, **MetaConfig().lgbm_params}
+    residual = np.full(len(names), np.nan)
+    for k in range(FOLDS):
+        fit, held = np.flatnonzero(fold != k), np.flatnonzero(fold == k)
+        samples = rank_group_samples(
+            data.features[fit], data.group[fit], n=n, draws_per_group=2000,
+            rng=np.random.default_rng([n, k]),
+        ).with_strength(data.strength[fit])  # fmt: skip
+        booster = lgb.train(params, lgb.Dataset(samples.features[:, pick], label=samples.strength))
+        residual[held] = booster.predict(data.features[held][:, pick]) - data.strength[held]
+    centred = residual.copy()
+    for g in range(data.groups):
+        rows = data.group == g
+        centred[rows] -= np.nanmean(residual[rows])
+    rho, _ = shared_share(residual, names, data.group)
+    return rho * float(np.nanvar(centred))
 
 
 def main() -> None:
@@ -39,6 +80,10 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="registry name or folder (default shipped)")
     parser.add_argument("--n", default="5,10,20", help="sample sizes, comma-separated")
     parser.add_argument("--repeats", type=int, default=20, help="judged samples a player unit")
+    parser.add_argument(
+        "--through-n-model", action="store_true",
+        help="also the rank-group widths plus the shared variance measured through each n's model",
+    )  # fmt: skip
     args = parser.parse_args()
     models = resolve_meta_models(args.model, args.game)
     strength = models.strength()
@@ -69,6 +114,12 @@ def main() -> None:
         rank = dict(zip(LEVEL_GRID, record["half_width"][str(n)], strict=True))
         rank = {lv: np.inf if w is None else w for lv, w in rank.items()}
         ways = {"rank-group": rank, "derived": derived_half_widths(rank, rho, n)}
+        if args.through_n_model:
+            shared = shared_variance_at_n(data, strength.record["feature_set"], n)
+            ways["added through the n-model"] = {
+                lv: float(np.sqrt(w**2 + norm.ppf(0.5 + lv / 2) ** 2 * (1 - 1 / n) * shared))
+                for lv, w in rank.items()
+            }
         error = None
         if player is not None:
             config = MetaConfig(player_repeats=args.repeats)
