@@ -89,3 +89,5 @@ def test_rank_label_inverts_rank_num():
     for rank in ("1k", "5k", "18k", "1d", "4d", "9d"):
         assert rank_label(rank_num(rank)) == rank
     assert (rank_label(0.49), rank_label(0.5), rank_label(-2.4)) == ("1k", "1d", "3k")
+    # above the top amateur rank an estimate's interval reads "9d+", never a rank Fox lacks
+    assert (rank_label(9.49), rank_label(9.5), rank_label(11.5)) == ("9d", "9d+", "9d+")

@@ -103,13 +103,19 @@ def rank_num(rank: str) -> float:
     return float(n) if rank.endswith("d") else float(1 - n)
 
 
-def rank_label(num: float) -> str:
-    """The amateur rank nearest to a point of the numeric scale (inverse of :func:`rank_num`).
+TOP_AMATEUR = 9  # 9d, the highest amateur rank: a point above it is "9d+", not a "10d"
 
-    >>> rank_label(0.0), rank_label(-2.4), rank_label(3.6), rank_label(0.6)
-    ('1k', '3k', '4d', '1d')
+
+def rank_label(num: float) -> str:
+    """The amateur rank nearest to a point of the numeric scale (inverse of :func:`rank_num`);
+    above 9d, where no amateur rank is, ``"9d+"``.
+
+    >>> rank_label(0.0), rank_label(-2.4), rank_label(3.6), rank_label(0.6), rank_label(10.3)
+    ('1k', '3k', '4d', '1d', '9d+')
     """
     nearest = math.floor(num + 0.5)  # halves round up, not to even
+    if nearest > TOP_AMATEUR:
+        return f"{TOP_AMATEUR}d+"
     return f"{nearest}d" if nearest >= 1 else f"{1 - nearest}k"
 
 
