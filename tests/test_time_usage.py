@@ -17,6 +17,7 @@ from pipeline.meta.model import (
     FAMILIES,
     FEATURE_SETS,
     InstanceData,
+    applied_sets,
     drop_empty_columns,
     family_columns,
     preferred_set,
@@ -133,6 +134,10 @@ def test_columns_with_no_value_leave_the_model_and_games_without_clocks_take_the
     assert preferred_set(trained) == "full_dcloss_clock"
     assert preferred_set(trained, clock=False) == "full_dcloss"
     assert preferred_set(["full_dcloss"], clock=False) == "full_dcloss"
+    # what ships and gets player-trained and strength models: first choice, then the no-clock one
+    assert applied_sets(trained) == ["full_dcloss_clock", "full_dcloss"]
+    assert applied_sets(["full", "full_dcloss"]) == ["full_dcloss"]
+    assert applied_sets(["clock_only"]) == ["clock_only"]
     assert reads_clock("clock_only") and not reads_clock("full_dcloss")
 
 

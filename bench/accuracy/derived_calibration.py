@@ -24,54 +24,30 @@ import argparse
 import numpy as np
 from scipy.stats import norm
 
-from pipeline.core.data_split import game_unit
 from pipeline.meta.aggregate import load_mart
 from pipeline.meta.intervals import LEVEL_GRID, LEVELS
 from pipeline.meta.model import (
     MetaConfig,
     drop_empty_columns,
-    feature_set_columns,
     instance_data,
     player_eval_samples,
 )
 from pipeline.meta.player_variance import (
-    FOLD_SALT,
-    FOLDS,
+    centred_within,
     derived_half_widths,
     out_of_fold_residuals,
     shared_share,
 )
 from pipeline.meta.registered import resolve_meta_models
-from pipeline.meta.samples import rank_group_samples
 
 
 def shared_variance_at_n(data, feature_set: str, n: int) -> float:
     """The variance one player's games share through the n-game strength model: that model,
-    fitted out of fold by player (``player_variance``'s folds) on rank-group samples, applied to
-    single games, its residuals centred within each group; ρ times their variance."""
-    import lightgbm as lgb
-
-    names = data.unit_player[data.unit].astype(str)
-    unique, member = np.unique(names, return_inverse=True)
-    fold = np.minimum((game_unit(unique.tolist(), FOLD_SALT) * FOLDS).astype(int), FOLDS - 1)
-    fold = fold[member]
-    pick = [data.columns.index(c) for c in feature_set_columns(data.columns, feature_set)]
-    params = {"objective": "regression", "seed": 0, **MetaConfig().lgbm_params}
-    residual = np.full(len(names), np.nan)
-    for k in range(FOLDS):
-        fit, held = np.flatnonzero(fold != k), np.flatnonzero(fold == k)
-        samples = rank_group_samples(
-            data.features[fit], data.group[fit], n=n, draws_per_group=2000,
-            rng=np.random.default_rng([n, k]),
-        ).with_strength(data.strength[fit])  # fmt: skip
-        booster = lgb.train(params, lgb.Dataset(samples.features[:, pick], label=samples.strength))
-        residual[held] = booster.predict(data.features[held][:, pick]) - data.strength[held]
-    centred = residual.copy()
-    for g in range(data.groups):
-        rows = data.group == g
-        centred[rows] -= np.nanmean(residual[rows])
-    rho, _ = shared_share(residual, names, data.group)
-    return rho * float(np.nanvar(centred))
+    fitted out of fold by player on rank-group samples, applied to single games, its residuals
+    centred within each group; ρ times their variance."""
+    residual = out_of_fold_residuals(data, feature_set, MetaConfig(), n=n)
+    rho, _ = shared_share(residual, data.unit_player[data.unit], data.group)
+    return rho * float(np.nanvar(centred_within(residual, data.group)))
 
 
 def main() -> None:

@@ -46,18 +46,10 @@ from pipeline.meta.model import (
     instance_data,
     unseen_instances,
 )
-from pipeline.meta.samples import Samples, player_samples
+from pipeline.meta.player_training import with_player_samples
+from pipeline.meta.samples import player_samples
 
 WAYS = ("rank_group", "players", "players_only", "shift", "cuts")
-
-
-def concat(a: Samples, b: Samples) -> Samples:
-    """Training samples of both kinds in one set (members and units are not used by a fit)."""
-    n = a.members.shape[1]
-    return Samples(
-        np.vstack([a.features, b.features]), np.concatenate([a.label, b.label]),
-        np.vstack([a.members, b.members.reshape(-1, n)]), np.concatenate([a.unit, b.unit]),
-    )  # fmt: skip
 
 
 def main() -> None:
@@ -115,7 +107,7 @@ def main() -> None:
                 boosters = {"rank_group": base.booster}
                 if "players" in ways:
                     boosters["players"] = fit_model(
-                        data.columns, args.feature_set, n, concat(train, extra), monitor,
+                        data.columns, args.feature_set, n, with_player_samples(train, extra), monitor,
                         groups=data.groups, config=config,
                     ).booster  # fmt: skip
                 if "players_only" in ways:

@@ -70,14 +70,6 @@ STRENGTH_MODEL = "models/strength/n{n}.txt"  # in a `kibitz train meta` output f
 CLOCK_STRENGTH_MODEL = "models/strength-{feature_set}/n{n}.txt"
 
 
-def strength_sets(trained: Sequence[str]) -> list[str]:
-    """The feature sets that get a strength model: first the one an estimate applies to games
-    without a clock (its intervals hold for every game), then the one it applies to games with
-    one, where that reads the clock (:func:`pipeline.meta.model.preferred_set`)."""
-    sets = [preferred_set(trained, clock=False), preferred_set(trained)]
-    return list(dict.fromkeys(fs for fs in sets if fs is not None))
-
-
 def strength_model_path(feature_set: str, n: int, *, primary: bool) -> str:
     """Where the strength model of ``feature_set`` at ``n`` lives in an output folder: the one
     every game can use (``primary``) at :data:`STRENGTH_MODEL`, another beside it."""

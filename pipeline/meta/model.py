@@ -241,6 +241,15 @@ def preferred_set(trained: Sequence[str], *, clock: bool = True) -> str | None:
     return next((fs for fs in PREFERRED_SETS if fs in usable), next(iter(usable), None))
 
 
+def applied_sets(trained: Sequence[str]) -> list[str]:
+    """The feature sets an estimate applies: its first choice (:func:`preferred_set`) and, for
+    games without a clock, the first that reads none, once each (one set where the first choice
+    reads no clock); what ships of a trained model, and what gets a player-trained and a
+    strength model."""
+    sets = [preferred_set(trained), preferred_set(trained, clock=False)]
+    return list(dict.fromkeys(fs for fs in sets if fs is not None))
+
+
 def time_controls(instances: pa.Table) -> list[str]:
     """The distinct time controls of ``instances`` as Lichess names them ("300+3"), sorted by
     base and increment; [] when the table has no time control (aggregates written before the

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.meta.intervals import strength_markdown
-from pipeline.meta.player_training import PLAYER_SUFFIX
+from pipeline.meta.player_training import player_method
 from pipeline.meta.report import markdown_table
 from pipeline.meta.train import MANIFEST_FILE
 from pipeline.nets.registry import ModelNotFoundError, find_entry, history_of
@@ -71,7 +71,7 @@ def _player_models(manifest: dict[str, Any]) -> str:
     models = manifest.get("player_models") or {}
     if not models:
         return ""
-    named = ", ".join(f"`{fs}{PLAYER_SUFFIX}` (n = {', '.join(ns)})" for fs, ns in models.items())
+    named = ", ".join(f"`{player_method(fs)}` (n = {', '.join(ns)})" for fs, ns in models.items())
     return (
         f" An estimate of one player applies {named}: the same set fitted on the rank-group"
         " samples plus samples of n games of each player of the player-specific set"

@@ -37,10 +37,22 @@ from pipeline.meta.model import (
     feature_set_columns,
     fit_and_monitor_splits,
 )
-from pipeline.meta.samples import Samples
+from pipeline.meta.samples import Samples, rank_group_samples
 
 FOLDS = 5  # folds of the players for the out-of-fold residuals
 FOLD_SALT = "kibitz-player-variance-v1"
+
+
+def centred_within(residual: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """``residual`` minus the mean of its rank ``group``'s finite residuals (NaN stays NaN): what
+    is left once the regression's pull on each group, shared by whoever plays in it, is out."""
+    residual = np.array(residual, np.float64)
+    group = np.asarray(group)
+    finite = np.isfinite(residual)
+    for g in np.unique(group[finite]):
+        rows = finite & (group == g)
+        residual[rows] -= residual[rows].mean()
+    return residual
 
 
 def shared_share(residual: np.ndarray, player: np.ndarray, group: np.ndarray) -> tuple[float, int]:
@@ -53,12 +65,8 @@ def shared_share(residual: np.ndarray, player: np.ndarray, group: np.ndarray) ->
     regression's pull toward the middle, which every sample of that group shares whoever
     played it, and which the rank-group widths hold already; what is left shared by one
     player's games is their own offset from the group."""
-    residual = np.array(residual, np.float64)
-    group = np.asarray(group)
     keep = np.isfinite(residual) & (np.asarray(player).astype(str) != "")  # "": no name
-    for g in np.unique(group[keep]):
-        rows = keep & (group == g)
-        residual[rows] -= residual[rows].mean()
+    residual = centred_within(np.where(keep, residual, np.nan), group)
     _, member, counts = np.unique(np.asarray(player)[keep], return_inverse=True,
                                   return_counts=True)  # fmt: skip
     several = counts[member] >= 2
@@ -88,11 +96,13 @@ def derived_half_widths(rank_group: dict[float, float], rho: float, n: int) -> d
 
 
 def out_of_fold_residuals(
-    data: InstanceData, feature_set: str, config: MetaConfig, *, folds: int = FOLDS
+    data: InstanceData, feature_set: str, config: MetaConfig, *, n: int = 1, folds: int = FOLDS
 ) -> np.ndarray:
     """(N,) each rated instance's one-game strength prediction minus its rated strength (NaN
     where unrated), from a regressor fitted on the other folds' players (a hash of the name):
-    no player's games are predicted by a model that saw any of them."""
+    no player's games are predicted by a model that saw any of them. ``n`` > 1: the regressor
+    is fitted on rank-group samples of n instances (``config.train_draws_per_group`` a group),
+    as the n-game strength model is, and still applied to single games."""
     import lightgbm as lgb  # here, not at the top: the CLI parses options without it
 
     residual = np.full(len(data.group), np.nan)
@@ -111,7 +121,14 @@ def out_of_fold_residuals(
         held = np.flatnonzero(rated & (fold == k))
         if fit.size == 0 or held.size == 0:
             continue
-        booster = lgb.train(params, lgb.Dataset(x[fit], label=data.strength[fit]))
+        features, label = x[fit], data.strength[fit]
+        if n > 1:
+            samples = rank_group_samples(
+                features, data.group[fit], n=n, draws_per_group=config.train_draws_per_group,
+                rng=np.random.default_rng([config.seed, n, k]),
+            ).with_strength(label)  # fmt: skip
+            features, label = samples.features, samples.strength
+        booster = lgb.train(params, lgb.Dataset(features, label=label))
         residual[held] = booster.predict(x[held]) - data.strength[held]
     return residual
 

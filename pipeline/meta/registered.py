@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.meta.aggregate import SUMMARY_FILE
-from pipeline.meta.model import MetaDataError, preferred_set
+from pipeline.meta.model import MetaDataError, applied_sets
 from pipeline.meta.model_card import CARD_FILE, render_card
 from pipeline.meta.train import MANIFEST_FILE, MetaModels, load_meta_models
 from pipeline.nets.formats import META_FORMAT
@@ -101,8 +101,7 @@ def register_meta_models(
     # none: their models ship; the ablations' figures stay in the manifest and the card, and a
     # refit from the shipped aggregates rebuilds their models.
     trained_sets = list(trained.manifest["models"])
-    applied = [trained.feature_set(), preferred_set(trained_sets, clock=False)]
-    shipped = list(dict.fromkeys(fs for fs in applied if fs is not None))  # none: clock sets only
+    shipped = applied_sets(trained_sets)
     files = [f for fs in shipped for f in trained.manifest["models"][fs].values()]
     player_models = {
         fs: files_at_n
@@ -110,10 +109,10 @@ def register_meta_models(
         if fs in shipped
     }
     files += [f for files_at_n in player_models.values() for f in files_at_n.values()]
-    records = [trained.manifest.get("strength") or {}]
-    records += [
-        r for fs, r in (trained.manifest.get("strength_sets") or {}).items() if fs in shipped
-    ]
+    strength_sets = {
+        fs: r for fs, r in (trained.manifest.get("strength_sets") or {}).items() if fs in shipped
+    }
+    records = [trained.manifest.get("strength") or {}, *strength_sets.values()]
     files += [f for record in records for f in (record.get("models") or {}).values()]
     files += [rel for rel in SHIPPED_TABLES if (trained.root / rel).is_file()]
     for rel in files:
@@ -128,11 +127,7 @@ def register_meta_models(
         name=name,
         models={fs: trained.manifest["models"][fs] for fs in shipped},
         player_models=player_models,
-        strength_sets={
-            fs: r
-            for fs, r in (trained.manifest.get("strength_sets") or {}).items()
-            if fs in shipped
-        },
+        strength_sets=strength_sets,
         feature_sets={fs: trained.manifest["feature_sets"][fs] for fs in shipped},
         aggregates_dir=AGGREGATES,
         player_aggregates_dir=PLAYER_AGGREGATES if player_dir is not None else None,

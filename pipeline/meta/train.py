@@ -59,7 +59,6 @@ from pipeline.meta.intervals import (
     strength_manifest,
     strength_markdown,
     strength_model_path,
-    strength_sets,
 )
 from pipeline.meta.model import (
     Evaluation,
@@ -67,6 +66,7 @@ from pipeline.meta.model import (
     MetaConfig,
     MetaDataError,
     NResult,
+    applied_sets,
     chen_group_means,
     drop_empty_columns,
     feature_set_columns,
@@ -343,7 +343,7 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
     results: list[NResult] = []
     # feature set → n → file of the model fitted for one player's games (player_training.py)
     player_models: dict[str, dict[str, str]] = {}
-    # feature set → n → its strength model (intervals.strength_sets: the no-clock set first)
+    # feature set → n → its strength model (model.applied_sets)
     strength_fits: dict[str, dict[int, StrengthAtN]] = {}
     experiment = EXPERIMENT.format(game=run.game)
     with tracked_run(
@@ -359,12 +359,13 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
             results.append(result)
             for model in result.models.values():
                 model.save(run.out_dir / "models" / model.feature_set / f"n{n}.txt")
+            applied = applied_sets(list(result.models))
+            # the set every game can use: its strength model is the one every estimate can apply
+            primary = preferred_set(list(result.models), clock=False)
             if player_data is not None:
-                applied = [preferred_set(list(result.models)),
-                           preferred_set(list(result.models), clock=False)]  # fmt: skip
                 trained = train_player_models(
-                    data, player_data, n, list(dict.fromkeys(s for s in applied if s)),
-                    result.samples, result.samples["player"], config,
+                    data, player_data, n, applied, result.samples, result.samples["player"],
+                    config,
                 )  # fmt: skip
                 if trained is not None:
                     result.evaluations += trained.evaluations
@@ -373,13 +374,16 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
                         player_models.setdefault(fs, {})[str(n)] = PLAYER_MODEL.format(
                             feature_set=fs, n=n
                         )
-            for k, feature_set in enumerate(strength_sets(list(result.models))):
+            for feature_set in applied:
                 fit = strength_at_n(data, result, config, feature_set=feature_set)
                 if fit is None:
                     continue
-                fit.model.save(run.out_dir / strength_model_path(feature_set, n, primary=k == 0))
+                is_primary = feature_set == primary
+                fit.model.save(
+                    run.out_dir / strength_model_path(feature_set, n, primary=is_primary)
+                )
                 strength_fits.setdefault(feature_set, {})[n] = fit
-                prefix = "strength" if k == 0 else f"strength_{feature_set}"
+                prefix = "strength" if is_primary else f"strength_{feature_set}"
                 log_metrics(
                     {
                         f"{prefix}_{r['sampling']}_{r['calibration']}_{key}_n{n}": v
@@ -416,11 +420,9 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
                 meta_report.accuracy_figure(table, sampling),
                 run.out_dir / "plots" / f"accuracy_{sampling}.png",
             )
-        # feature set → its strength record; the first reads no clock (every game can use it)
+        # feature set → its strength record; the primary one reads no clock (every game can use it)
         strength_records: dict[str, dict] = {}
         strength_rows: list[dict] = []
-        # the set every game can use leads, whichever fits the data allowed
-        primary = strength_sets(list(results[0].models))[0] if results else None
         for feature_set, fits in strength_fits.items():
             derived = derive_player_calibration(
                 data, fits, {r.n: r.samples.get("player") for r in results}, config
