@@ -27,6 +27,8 @@ LAYERS = (
     "meta",
     "train",
     "kinds",
+    "estimate",
+    "serve",
     "actors",
     "jobs",
     "cli",

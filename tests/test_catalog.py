@@ -23,8 +23,9 @@ from synthetic_features import write_features as write_synthetic
 from train_real_games import chess_games, go_games, write_games_dir
 
 from pipeline.core import catalog
+from pipeline.estimate.in_process import extract_in_process
 from pipeline.extract.config import config_from_dict
-from pipeline.jobs.estimate import extract_in_process, write_features
+from pipeline.jobs.estimate import write_features
 from pipeline.meta.aggregate import build_marts, mart_names, open_features, run_aggregate
 
 CONFIG = {

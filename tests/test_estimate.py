@@ -15,9 +15,10 @@ import torch
 
 from pipeline.cli.main import main
 from pipeline.core import settings
+from pipeline.estimate.in_process import extract_in_process, extraction_config
 from pipeline.extract.config import CPU_BATCH, config_from_dict, load_config
 from pipeline.ingest.pgn import plan_chunks, read_chunk
-from pipeline.jobs.estimate import extract_in_process, extraction_config, write_features
+from pipeline.jobs.estimate import write_features
 from pipeline.meta.aggregate import run_aggregate
 
 SPLIT = settings.data_dir() / "chess" / "lichess-2024-02-blitz" / "candidating"

@@ -71,11 +71,11 @@ def test_extraction_answers_for_the_presets() -> None:
     )
     assert CHESS.extraction.needs_children(value_net) is True
     assert CHESS.extraction.engine(value_net) is None
-    assert CHESS.extraction.engine_values(value_net, None, None) == []
+    assert CHESS.extraction.value_step(value_net) is None
 
     go = preset("go")  # KataGo's value; expected loss off
     assert GO.extraction.needs_children(go) is False
-    assert GO.extraction.engine(go) is None and GO.extraction.engine_values(go, None, None) == []
+    assert GO.extraction.engine(go) is None and GO.extraction.value_step(go) is None
     with_loss = config_from_dict(
         go.to_dict() | {"expected_loss": go.to_dict()["expected_loss"] | {"net": "katago-g170"}}
     )

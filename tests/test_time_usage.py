@@ -150,7 +150,7 @@ def test_which_set_an_estimate_applies_when_the_clock_model_cannot_read_the_game
 
     import pyarrow as pa
 
-    from pipeline.jobs.estimate import applied_feature_set
+    from pipeline.estimate.result import applied_feature_set
 
     games = pa.table(
         {"clock_spent_share_all": [0.5, None], "tc_base_s": [180, 600], "tc_increment_s": [0, 5]}

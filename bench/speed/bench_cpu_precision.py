@@ -32,9 +32,9 @@ import torch
 from bench_go_net import median_rate
 
 from pipeline.core import settings
+from pipeline.estimate.in_process import extract_in_process
 from pipeline.extract.config import load_config, preset
 from pipeline.ingest import sgf
-from pipeline.jobs.estimate import extract_in_process
 from pipeline.nets.evaluator import make_evaluator, runs_natively
 from pipeline.nets.loading import load_net
 from pipeline.train.sscore_batches import GO_RANK_GROUPS

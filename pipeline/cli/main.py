@@ -26,6 +26,7 @@ from pipeline.cli import (
     ratings,
     report,
     run,
+    serve,
     train,
 )
 from pipeline.core.errors import KibitzError
@@ -40,7 +41,9 @@ USER_ERRORS = (
 )
 
 # One module per top-level command, in the order of the data flow (files → models).
-COMMANDS = (run, ingest, extract, models, ratings, aggregate, train, report, estimate, audit)
+COMMANDS = (
+    run, ingest, extract, models, ratings, aggregate, train, report, estimate, audit, serve
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -65,6 +65,7 @@ FEATURES_PREFIX = "features-"  # features-<kind>: `kibitz extract`
 AGGREGATES_PREFIX = "aggregates-"  # aggregates-<kind>: `kibitz aggregate`
 META_PREFIX = "meta-"  # meta-<kind>: `kibitz train meta`
 AUDIT_PREFIX = "audit-"  # audit-<kind>: `kibitz audit`
+SERVE_STATE = "serve/state.duckdb"  # `kibitz serve`: every accepted game's player instances
 AUDIT_FILE = "audit.parquet"  # the per-player table in audit-<kind>/ (catalog view <kind>_audit)
 
 
@@ -86,6 +87,10 @@ def meta_dir(game: str, home: Path | None = None) -> Path:
 
 def audit_dir(game: str, home: Path | None = None) -> Path:
     return (home or home_dir()) / f"{AUDIT_PREFIX}{game}"
+
+
+def serve_state(home: Path | None = None) -> Path:
+    return (home or home_dir()) / SERVE_STATE
 
 
 def tracking_uri(explicit: str | None = None, *, home: Path | None = None) -> str:

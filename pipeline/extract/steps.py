@@ -112,10 +112,19 @@ class Extraction(Protocol):
         ``value.evaluator: stockfish``), or None when the nets value them."""
         ...
 
-    def engine_values(self, config: ExtractConfig, work: Any, nets: Any) -> list:
-        """Every game of ``work`` valued by one engine in this process (``kibitz estimate``);
-        ``[]`` when :meth:`engine` is None."""
+    def value_step(self, config: ExtractConfig) -> ValueStep | None:
+        """One engine valuing games in this process (``kibitz estimate``, ``kibitz serve``),
+        started once and kept for every call; None when :meth:`engine` is None."""
         ...
+
+
+class ValueStep(Protocol):
+    """An engine valuing the positions of games ``[lo, hi)`` of a work unit (chess: Stockfish,
+    ``pipeline.extract.chess.ChessValueStep``)."""
+
+    def __call__(self, work: Any, nets: Any, lo: int, hi: int) -> Any: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)

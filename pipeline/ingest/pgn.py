@@ -718,6 +718,18 @@ def read_chunk(
     return ChunkResult(games, quarantine_table(quarantined))
 
 
+def read_text(data: bytes, source_file: str) -> ChunkResult:
+    """Read PGN text held in memory (one posted game, ``kibitz serve``) as a chunk of a file
+    named ``source_file``: the name games without a URL in ``Site`` take their id from."""
+    text = data.removeprefix(_BOM).lstrip(_WHITESPACE)
+    reason = _not_pgn_reason(text[:SNIFF_BYTES])
+    if reason is not None:
+        locator = _locator(0, len(text), 0, 1, "not-pgn")
+        chunk = Chunk(GAME, source_file, 0, locator)
+        return read_chunk(chunk, text, stream_error=f"{source_file!r} is not PGN: {reason}")
+    return read_chunk(Chunk(GAME, source_file, 0, _locator(0, len(text), 0, 0, "ok")), text)
+
+
 # One short game with a clock and an eval comment, castling and a promotion: the branches of
 # the compiled reader that Lichess dumps take.
 _COMPILE_PGN = (

@@ -519,6 +519,14 @@ def read_chunk(chunk: Chunk) -> ChunkResult:
     return reader.result()
 
 
+def read_text(data: bytes, source_file: str) -> ChunkResult:
+    """Read SGF text held in memory (one posted game, ``kibitz serve``) as the file
+    ``source_file``, whose last two path components give the game its id."""
+    reader = _Reader()
+    reader.add_segments([_Segment(source_file, None, data)])
+    return reader.result()
+
+
 _COMPILE_SGF = b"(;GM[1]FF[4]SZ[19]KM[650]RU[Japanese]PB[a]PW[b]BR[1d]WR[1d]RE[B+R];B[pd];W[dp](;B[pp])(;B[dd]))"
 
 
@@ -557,4 +565,5 @@ __all__ = [
     "plan_chunks",
     "read_chunk",
     "read_paths",
+    "read_text",
 ]

@@ -97,6 +97,11 @@ class ChunkReader(Protocol):
         """Read one work item into games rows and quarantined games."""
         ...
 
+    def read_text(self, data: bytes, source_file: str) -> ChunkResult:
+        """Read games held in memory (a posted game) as if they were the file
+        ``source_file``: no file is opened, the name only gives ids and error messages."""
+        ...
+
 
 # -- the work of one task (plain Python; actors.ingest_tasks runs it on Ray) -----------------
 

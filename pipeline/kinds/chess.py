@@ -19,6 +19,7 @@ import zstandard
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from pipeline.extract.chess import ChessValueStep
     from pipeline.extract.child_positions import ChildPositions, ChildValues
     from pipeline.extract.config import ExtractConfig
     from pipeline.extract.steps import NetStep
@@ -60,6 +61,11 @@ class PgnReader:
         if item.data is None and item.stream_error is None:
             return pgn.read_chunk(item.chunk)
         return pgn.read_chunk(item.chunk, item.data, stream_error=item.stream_error)
+
+    def read_text(self, data: bytes, source_file: str) -> ChunkResult:
+        from pipeline.ingest import pgn
+
+        return pgn.read_text(data, source_file)
 
 
 class ChessExtraction:
@@ -108,17 +114,13 @@ class ChessExtraction:
 
         return StockfishSettings(nodes=config.value.nodes, hash_mb=config.value.hash_mb)
 
-    def engine_values(self, config: ExtractConfig, work: Any, nets: Any) -> list:
+    def value_step(self, config: ExtractConfig) -> ChessValueStep | None:
         settings = self.engine(config)
         if settings is None:
-            return []
+            return None
         from pipeline.extract.chess import ChessValueStep
 
-        step = ChessValueStep(settings)
-        try:
-            return [step(work, nets, 0, work.games.num_rows)]
-        finally:
-            step.close()
+        return ChessValueStep(settings)
 
 
 class ChessKind:

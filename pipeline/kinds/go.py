@@ -49,6 +49,11 @@ class SgfReader:
 
         return sgf.read_chunk(item.chunk)
 
+    def read_text(self, data: bytes, source_file: str) -> ChunkResult:
+        from pipeline.ingest import sgf
+
+        return sgf.read_text(data, source_file)
+
 
 class GoExtraction:
     """Go extraction (``pipeline.extract.steps.Extraction``): ``pipeline.extract.go``."""
@@ -94,8 +99,8 @@ class GoExtraction:
         """None: a net values Go positions (the config refuses any other evaluator)."""
         return None
 
-    def engine_values(self, config: ExtractConfig, work: Any, nets: Any) -> list:
-        return []
+    def value_step(self, config: ExtractConfig) -> None:
+        return None
 
 
 class GoKind:

@@ -129,14 +129,35 @@ def open_features(
         )
     con = duckdb.connect(database)
     source = f"read_parquet({_sql_string(features_glob(features_dir))}, hive_partitioning = true)"
+    return _with_models(con, source, config, where=str(features_dir))
+
+
+def player_instances_of(
+    features: pa.Table, *, config: AggregateConfig = AggregateConfig()
+) -> pa.Table:
+    """``player_instance_features`` of a features table held in memory (a few games: ``kibitz
+    serve``): the same SQL as :func:`run_aggregate`, in a database in memory, no file."""
+    con = duckdb.connect()
+    try:
+        con.register("features_in_memory", features)
+        _with_models(con, "features_in_memory", config, where="the posted games")
+        build_marts(con, ["player_instance_features"])
+        return con.sql("select * from player_instance_features").to_arrow_table()
+    finally:
+        con.close()
+
+
+def _with_models(
+    con: duckdb.DuckDBPyConnection, source: str, config: AggregateConfig, *, where: str
+) -> duckdb.DuckDBPyConnection:
+    """``con`` with the source view ``features`` over ``source``, α and γ set and the staging
+    views created."""
     present = {row[0] for row in con.execute(f"describe select * from {source}").fetchall()}
     # A features table written before a base column existed (the time control came with the
     # time-usage features) reads it as nulls, so its marts still build, with those columns null.
     missing = [f for f in BASE_FIELDS if f.name not in present]
     if missing:
-        log.info(
-            "features in %s have no %s: read as nulls", features_dir, [f.name for f in missing]
-        )
+        log.info("features in %s have no %s: read as nulls", where, [f.name for f in missing])
     nulls = "".join(f", cast(null as {_DUCKDB_TYPES[f.type]}) as {f.name}" for f in missing)
     con.execute(f"create or replace view features as select *{nulls} from {source}")
     set_parameters(con, config)
