@@ -24,6 +24,7 @@ Endpoints: ``POST /v1/{game}/games``, ``GET /v1/{game}/players/{player}``,
 # as objects.
 import asyncio
 import logging
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -50,7 +51,7 @@ MAX_RECENT = 1_000
 class Extractor:
     """One game kind's extraction and aggregation, loaded once (``InstanceMaker``)."""
 
-    def __init__(self, game: str, model: str | None, threads: int | None) -> None:
+    def __init__(self, game: str, model: str | None, threads: int | None, engines: int) -> None:
         import torch
 
         from pipeline.meta.registered import resolve_meta_models
@@ -58,12 +59,15 @@ class Extractor:
 
         if threads:
             torch.set_num_threads(threads)
-        self.maker = InstanceMaker(resolve_meta_models(model, game))
+        self.maker = InstanceMaker(resolve_meta_models(model, game), engines=engines)
 
     @serve.batch(max_batch_size=MAX_BATCH, batch_wait_timeout_s=BATCH_WAIT_S)
     async def instances(self, games: list[pa.Table]) -> list[dict[str, pa.Table]]:
         # In a thread: the replica's loop keeps taking posts, which form the next batch.
-        return await asyncio.to_thread(self.maker, games)
+        rows = await asyncio.to_thread(self.maker, games)
+        stages = ", ".join(f"{k} {v:.3f}" for k, v in self.maker.seconds.items())
+        log.info("%d game(s) extracted: %s s", len(games), stages)
+        return rows
 
 
 @serve.deployment(num_replicas=1, max_ongoing_requests=256, ray_actor_options={"num_cpus": 0})
@@ -98,6 +102,19 @@ class State:
 
 
 app = FastAPI(title="Kibitz", description="Strength estimates from the moves of finished games")
+
+
+class Stopwatch:
+    """Seconds by stage of one request (its answer's ``seconds``: where the time goes)."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self.last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.laps[name] = round(now - self.last, 4)
+        self.last = now
 
 
 def check_confidence(confidence: float) -> None:
@@ -160,6 +177,7 @@ class Api:
     @app.post("/v1/{game}/games")
     async def post_game(self, game: str, request: Request, confidence: float = 0.9):
         """One finished game → each of its players' updated estimate."""
+        clock = Stopwatch()
         try:
             self._check(request, game)
             check_confidence(confidence)
@@ -170,18 +188,22 @@ class Api:
                 game, body, request.headers.get("content-type", ""),
                 max_moves=self.settings.limits.max_moves,
             )  # fmt: skip
+            clock.lap("read")
             duplicate = await self.state.has_game.remote(game, posted.game_id)
             skipped: list[str] = []
             if not duplicate:
                 rows = await self.extractors[game].instances.remote(posted.games)
+                clock.lap("extract")
                 if not rows:
                     raise PostError(422, "no move of either player survived extraction")
                 duplicate = not await self.state.accept.remote(game, posted.game_id, rows)
                 skipped = [p for p in posted.players if p not in rows]
             players = await self.state.game_players.remote(game, posted.game_id)
+            clock.lap("store")
         except PostError as error:
             return refusal(error)
         estimates = {p: await self._estimate(game, p, confidence) for p in players}
+        clock.lap("estimate")
         if not duplicate:
             await self.state.log_estimates.remote(game, estimates)
         return {
@@ -192,6 +214,7 @@ class Api:
             "skipped": [
                 {"player": p, "reason": "no move of the player in this game"} for p in skipped
             ],
+            "seconds": clock.laps,
         }
 
     @app.get("/v1/{game}/players/{player}")
@@ -236,7 +259,7 @@ def build_app(settings: ServeSettings) -> serve.Application:
             name=f"Extractor-{game}",
             num_replicas=settings.extractors,
             ray_actor_options=options,
-        ).bind(game, model, settings.threads)
+        ).bind(game, model, settings.threads, settings.engines)
         for game, model in settings.models.items()
     }
     state = State.bind(str(settings.state), identities)

@@ -8,11 +8,12 @@
 # System packages (apt-get, with sudo when not root; elsewhere install them yourself):
 #   stockfish   - the chess evaluator (`stockfish` on PATH, or KIBITZ_STOCKFISH)
 #   p7zip-full  - `7z`, the reference the Fox .7z archive reader is checked against
+#   zstd, curl  - `zstdcat` and `curl`, which the README's `kibitz serve` example runs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(stockfish p7zip-full)
-NEEDED_COMMANDS=(stockfish 7z)  # what the tests run; keep in sync with APT_PACKAGES
+APT_PACKAGES=(stockfish p7zip-full zstd curl)
+NEEDED_COMMANDS=(stockfish 7z zstdcat curl)  # what the tests and README run; keep in sync
 
 missing=()
 for cmd in "${NEEDED_COMMANDS[@]}"; do

@@ -107,6 +107,23 @@ def test_a_variant_and_an_overlong_game_are_refused() -> None:
     assert error.status == 413 and "more than this service takes (10)" in str(error)
 
 
+def test_engines_side_by_side_value_as_one_engine() -> None:
+    """The service's Stockfish engines value a batch's games in ranges, in parallel: the
+    features are those of one engine valuing them all (each search starts from a cleared hash)."""
+    from pipeline.estimate.in_process import InProcessExtractor, extraction_config
+    from pipeline.meta.registered import resolve_meta_models
+
+    config = extraction_config(resolve_meta_models(None, "chess"), None, None)
+    games = pa.concat_tables(
+        [read_posted("chess", g.encode(), "", max_moves=1000).games for g in GAMES[:3]]
+    )
+    with InProcessExtractor(config) as one, InProcessExtractor(config, engines=2) as two:
+        alone, _ = one(games)
+        side_by_side, _ = two(games)
+    assert len(two.engines) == 2 and alone.num_rows > 100
+    assert side_by_side.equals(alone)
+
+
 # -- limits: size, time, who (no Ray) ---------------------------------------------------------
 
 

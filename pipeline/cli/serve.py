@@ -52,6 +52,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         extractors=args.extractors,
         extractor_gpus=args.gpus_per_extractor,
         threads=args.threads or os.cpu_count(),
+        engines=args.engines or os.cpu_count() or 1,
     )
     run_service(
         settings, host=args.host, port=args.port, address=args.address,
@@ -95,6 +96,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--threads", type=int, help="torch threads of each Extractor (default: the machine's cores)"
+    )
+    parser.add_argument(
+        "--engines",
+        type=int,
+        help="Stockfish engines of each chess Extractor, valuing a batch's games side by side"
+        " (default: the machine's cores)",
     )
     parser.add_argument(
         "--max-body-kb", type=int, default=256, help="largest post in KiB (default 256; else 413)"

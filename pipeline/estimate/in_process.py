@@ -13,13 +13,15 @@ meta-models' training features' config, runnable on this machine)::
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 
 import pyarrow as pa
 
 from pipeline.extract.config import CPU_BATCH, ExtractConfig, config_from_dict, preset
-from pipeline.extract.steps import Part, assemble, run_nets
+from pipeline.extract.steps import Part, assemble, game_ranges_for, run_nets
 from pipeline.kinds import game_kind
 from pipeline.meta.aggregate import features_run_config
 from pipeline.meta.train import MetaModels
@@ -61,24 +63,52 @@ def extraction_config(
 class InProcessExtractor:
     """Nets and engine of ``config``, kept between calls; a call extracts a games table."""
 
-    def __init__(self, config: ExtractConfig) -> None:
+    def __init__(self, config: ExtractConfig, *, engines: int = 1) -> None:
+        """``engines``: engines valuing a call's games side by side (chess with Stockfish,
+        which values positions one at a time on one core: a batch of games served together
+        then takes one engine's time over ``engines``)."""
         self.config = config
         self.extraction = game_kind(config.game).extraction
         self.step = self.extraction.net_step(config)
-        self.values = self.extraction.value_step(config)
+        first = self.extraction.value_step(config)
+        self.engines = (
+            [first]
+            if first is None
+            else [first] + [self.extraction.value_step(config) for _ in range(engines - 1)]
+        )
+        # Seconds of the last call by stage: what a GPU or more engines would speed up
+        # (bench/speed/bench_serve.py projects a GPU node from them).
+        self.seconds: dict[str, float] = {}
 
     def __call__(self, games: pa.Table) -> tuple[pa.Table, int]:
         """(features of ``games``, games dropped: unreadable or illegal at extraction)."""
+        t0 = time.perf_counter()
         work = self.extraction.encode(self.config, games)
+        t1 = time.perf_counter()
         nets, kids = run_nets(self.extraction, self.config, self.step, work)
-        values = [self.values(work, nets, 0, games.num_rows)] if self.values else []
+        t2 = time.perf_counter()
+        values = self._values(work, nets, games.num_rows)
+        t3 = time.perf_counter()
         part = Part("in-process", 0, games.num_rows)
         result = assemble(self.extraction, self.config, part, work, nets, values, kids)
+        t4 = time.perf_counter()
+        self.seconds = {"encode": t1 - t0, "nets": t2 - t1, "engine": t3 - t2, "assemble": t4 - t3}
         return result.features, result.quarantine.num_rows
 
+    def _values(self, work: object, nets: object, n_games: int) -> list:
+        """The engines' values of every game, each engine a contiguous range of games."""
+        if self.engines[0] is None:
+            return []
+        ranges = game_ranges_for(n_games, len(self.engines))
+        if len(ranges) == 1:
+            return [self.engines[0](work, nets, 0, n_games)]
+        with ThreadPoolExecutor(len(ranges)) as pool:  # each thread waits on its engine
+            return list(pool.map(lambda e, r: e(work, nets, *r), self.engines, ranges))
+
     def close(self) -> None:
-        if self.values is not None:
-            self.values.close()
+        for engine in self.engines:
+            if engine is not None:
+                engine.close()
 
     def __enter__(self) -> InProcessExtractor:
         return self

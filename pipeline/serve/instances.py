@@ -10,6 +10,8 @@ deployment gathered from concurrent requests: its positions go through the nets 
 
 from __future__ import annotations
 
+import time
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -23,13 +25,14 @@ from pipeline.meta.train import MetaModels
 class InstanceMaker:
     """The extraction and aggregation of the meta-models' training features, kept loaded."""
 
-    def __init__(self, models: MetaModels) -> None:
+    def __init__(self, models: MetaModels, *, engines: int = 1) -> None:
         check_nets(models)
         self.config = extraction_config(models, None, None)
         # numba's encoders compiled (or loaded from its cache) now, not in the first post.
         game_kind(self.config.game).extraction.compile_encoders()
         self.aggregate = AggregateConfig(**models.manifest.get("aggregate", {}))
-        self.extract = InProcessExtractor(self.config)
+        self.extract = InProcessExtractor(self.config, engines=engines)
+        self.seconds: dict[str, float] = {}  # the last call's, by stage (InProcessExtractor's)
 
     def __call__(self, games: list[pa.Table]) -> list[dict[str, pa.Table]]:
         """For each one-row games table: player name → that player's instance row (players
@@ -38,7 +41,9 @@ class InstanceMaker:
         first = {game_id: i for i, game_id in reversed(list(enumerate(ids)))}
         unique = pa.concat_tables([games[i] for i in sorted(first.values())])  # one per id
         features, _ = self.extract(unique)
+        started = time.perf_counter()
         rows = player_instances_of(features, config=self.aggregate) if features.num_rows else None
+        self.seconds = {**self.extract.seconds, "aggregate": time.perf_counter() - started}
         out = []
         for game_id in ids:
             if rows is None:

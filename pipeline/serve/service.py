@@ -28,6 +28,7 @@ class ServeSettings:
     extractor_cpus: float = 1.0
     extractor_gpus: float = 0.0
     threads: int | None = None  # torch threads of an Extractor (None: its CPUs)
+    engines: int = 1  # chess engines of an Extractor, valuing a batch's games side by side
 
 
 def model_identity(models: MetaModels) -> str:
