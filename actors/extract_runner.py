@@ -34,7 +34,7 @@ import ray
 
 from actors.evaluator_actor import start_evaluators
 from actors.extract_tasks import assemble_task, children_task, encode_task
-from actors.ray_start import quiet_start_notices
+from actors.ray_start import start_ray
 from pipeline.extract.config import ExtractConfig
 from pipeline.extract.steps import Part, game_ranges_for
 from pipeline.kinds import game_kind
@@ -123,16 +123,7 @@ class ExtractRunner:
         log.info("encoders compiled or loaded in %.1f s", time.perf_counter() - t0)
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
-            quiet_start_notices()
-            # address="local" when none is given: a fresh embedded cluster, never silently
-            # joining one that `ray start` left running on this machine.
-            ray.init(
-                address=address or "local",
-                num_cpus=num_cpus if address is None else None,
-                include_dashboard=False,
-                log_to_driver=False,
-                configure_logging=False,
-            )
+            start_ray(address, num_cpus)
         resources = ray.cluster_resources()
         self.cpus = int(resources.get("CPU", 1))
         gpus = int(resources.get("GPU", 0))

@@ -9,7 +9,7 @@ Three deployments (docs/guide/serve.md)::
   asks ``State`` whether the game is known, has the game's ``Extractor`` turn it into its
   players' instance rows, has ``State`` commit them, and answers each player's estimate: the
   meta-model applied to all of that player's accepted instances
-  (``pipeline.jobs.estimate.estimate_of_instances``, what ``kibitz estimate`` prints).
+  (``pipeline.estimate.result.estimate_of_instances``, what ``kibitz estimate`` prints).
 - ``Extractor`` gathers the posts that arrive together (``serve.batch``) and extracts them in
   one pass, so the nets see one batch of positions; one replica per game kind by default,
   more with ``--extractors`` (one per GPU on a GPU node).
@@ -137,7 +137,7 @@ class Api:
         extractors: dict[str, DeploymentHandle],
         state: DeploymentHandle,
     ) -> None:
-        from pipeline.estimate.in_process import extraction_config
+        from pipeline.estimate.in_process import extraction_config, trained_precision
         from pipeline.kinds import game_kind
         from pipeline.meta.registered import resolve_meta_models
 
@@ -149,9 +149,8 @@ class Api:
             game_kind(game).reader.compile_kernels()
         self.precision = {}
         for game, models in self.models.items():
-            trained = (models.manifest.get("features_config") or {}).get("config", {})
             here = extraction_config(models, None, None).precision
-            self.precision[game] = (here, trained.get("precision") or here)
+            self.precision[game] = (here, trained_precision(models) or here)
 
     def _check(self, request: Request, game: str | None = None) -> None:
         if not authorized(request.headers.get("authorization"), self.settings.token):
@@ -278,18 +277,9 @@ def start(
     """Start Ray (``address``, else an embedded local cluster) and the service on it; returns
     once every deployment is ready. Serve's own default host is every interface: ``host`` is
     always passed."""
-    import ray
+    from actors.ray_start import start_ray
 
-    from actors.ray_start import quiet_start_notices
-
-    quiet_start_notices()
-    ray.init(
-        address=address or "local",
-        num_cpus=num_cpus if address is None else None,
-        include_dashboard=False,
-        log_to_driver=log_to_driver,
-        configure_logging=False,
-    )
+    start_ray(address, num_cpus, log_to_driver=log_to_driver)
     serve.start(http_options={"host": host, "port": port})
     serve.run(build_app(settings), name="kibitz", route_prefix="/")
 

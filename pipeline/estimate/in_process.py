@@ -60,6 +60,11 @@ def extraction_config(
     return config.validate()
 
 
+def trained_precision(models: MetaModels) -> str | None:
+    """The nets' number format of the meta-models' training features (None: not recorded)."""
+    return (models.manifest.get("features_config") or {}).get("config", {}).get("precision")
+
+
 class InProcessExtractor:
     """Nets and engine of ``config``, kept between calls; a call extracts a games table."""
 
@@ -72,7 +77,7 @@ class InProcessExtractor:
         self.step = self.extraction.net_step(config)
         first = self.extraction.value_step(config)
         self.engines = (
-            [first]
+            []
             if first is None
             else [first] + [self.extraction.value_step(config) for _ in range(engines - 1)]
         )
@@ -97,7 +102,7 @@ class InProcessExtractor:
 
     def _values(self, work: object, nets: object, n_games: int) -> list:
         """The engines' values of every game, each engine a contiguous range of games."""
-        if self.engines[0] is None:
+        if not self.engines:
             return []
         ranges = game_ranges_for(n_games, len(self.engines))
         if len(ranges) == 1:
@@ -107,8 +112,7 @@ class InProcessExtractor:
 
     def close(self) -> None:
         for engine in self.engines:
-            if engine is not None:
-                engine.close()
+            engine.close()
 
     def __enter__(self) -> InProcessExtractor:
         return self

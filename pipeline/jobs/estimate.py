@@ -239,11 +239,15 @@ def run_estimate(
     if config_path is None:
         check_nets(models)
     # numba, torch: extracting
-    from pipeline.estimate.in_process import extract_in_process, extraction_config
+    from pipeline.estimate.in_process import (
+        extract_in_process,
+        extraction_config,
+        trained_precision,
+    )
 
     games, _ = read_player_games(game, sources, player)
     config = extraction_config(models, config_path, nodes)
-    trained = (models.manifest.get("features_config") or {}).get("config", {}).get("precision")
+    trained = trained_precision(models)
     features, dropped = extract_in_process(config, games)
     write_features(features, work_dir / "features")
     agg = models.manifest.get("aggregate", {})
