@@ -3,7 +3,7 @@
 The unit tests pin each rule without Ray (a post's reading, its limits, the state file); the
 service tests start ``kibitz serve`` as a user does and talk HTTP to it: the estimate after
 each game equals ``kibitz estimate``'s for the same games, a game counts once, bad posts
-change nothing, and a kill -9 loses no accepted game.
+change nothing, and a kill -9 of a replica or of the whole service loses no accepted game.
 """
 
 from __future__ import annotations
@@ -310,6 +310,52 @@ def test_a_game_posted_twice_counts_once(service) -> None:
     )  # fmt: skip
     assert status == 200 and again["duplicate"] is True and _mine(again)["games_used"] == 2
     assert client.request("GET", "/v1/health")[1] == before
+
+
+def _replica_pids(deployment: str) -> list[int]:
+    """The processes of one deployment's replicas (Ray titles them
+    ``ray::ServeReplica:<app>:<deployment>``)."""
+    listed = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    title = f"ServeReplica:kibitz:{deployment}"
+    return [int(line.split()[0]) for line in listed.splitlines() if title in line.split(None, 1)[1]]
+
+
+def _until(call, seconds: float = 180):
+    """``call()``'s first answer that is not None, polled until ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            answer = call()
+        except (OSError, http.client.HTTPException):
+            answer = None
+        if answer is not None:
+            return answer
+        time.sleep(1)
+    raise AssertionError(f"no answer in {seconds} s")
+
+
+def test_a_killed_replica_comes_back_with_every_accepted_game(service) -> None:
+    """kill -9 of the state file's writer and of the extractor, while the service runs: Serve
+    starts them again, the state holds every accepted game, and a new game is extracted."""
+    client = service["service"]
+    before = client.request("GET", "/v1/health")[1]
+    killed = _replica_pids("State") + _replica_pids("Extractor-chess")
+    assert len(killed) == 2, killed
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
+
+    def served_again():
+        status, estimate = client.request("GET", f"/v1/chess/players/{PLAYER}")
+        fresh = set(_replica_pids("State")) - set(killed)
+        return estimate if status == 200 and fresh else None
+
+    assert _until(served_again)["games_used"] == 2
+    status, again = client.request("POST", "/v1/chess/games", MINE[0].encode())
+    assert status == 200 and again["duplicate"] is True and _mine(again)["games_used"] == 2
+    other = next(g for g in GAMES if g not in MINE)
+    status, answer = client.request("POST", "/v1/chess/games", other.encode())
+    assert status == 200 and answer["duplicate"] is False
+    assert client.request("GET", "/v1/health")[1]["games"] == before["games"] + 1
 
 
 def test_bad_requests_change_nothing(service) -> None:
