@@ -11,6 +11,12 @@ cross-fitted figure) and of the rank-group widths::
     python bench/accuracy/derived_calibration.py go
     python bench/accuracy/derived_calibration.py chess
     python bench/accuracy/derived_calibration.py go --n 5,10,15,20 --through-n-model
+    python bench/accuracy/derived_calibration.py go --n 5,10,15,20 --through-n-model --shape laplace
+
+``--through-n-model`` adds a second derivation: the rank-group n-game error (its quantiles, the
+model's widths, with a random sign) plus a player offset whose variance is measured through
+the n-game model itself, ``--shape`` its distribution; the widths are the quantiles of the sum
+(a Monte Carlo convolution).
 
 Prints ρ and how many players it rests on; then per n the widths and, where the model has a
 player-specific set, the coverage of the 80 % and 95 % intervals on one player's games under
@@ -22,7 +28,6 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from scipy.stats import norm
 
 from pipeline.meta.aggregate import load_mart
 from pipeline.meta.intervals import LEVEL_GRID, LEVELS
@@ -50,6 +55,24 @@ def shared_variance_at_n(data, feature_set: str, n: int) -> float:
     return rho * float(np.nanvar(centred_within(residual, data.group)))
 
 
+def convolved_widths(
+    rank: dict[float, float], variance: float, shape: str, rng: np.random.Generator
+) -> dict[float, float]:
+    """Half-widths of |e + u| at each level: e the rank-group error (its |e| quantiles are
+    ``rank``, its sign random), u a player offset of ``variance`` and ``shape``; by Monte Carlo
+    (beyond the grid's last level, |e| stays at its last width)."""
+    draws = 400_000
+    levels = np.array([0.0, *rank])
+    widths = np.array([0.0, *rank.values()])
+    e = rng.choice([-1.0, 1.0], draws) * np.interp(rng.uniform(size=draws), levels, widths)
+    if shape == "normal":
+        u = rng.normal(0.0, np.sqrt(variance), draws)
+    else:  # a Laplace of that variance: heavier tails, more players near their group
+        u = rng.laplace(0.0, np.sqrt(variance / 2), draws)
+    total = np.abs(e + u)
+    return {lv: float(np.quantile(total, lv)) for lv in rank}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("game", choices=("chess", "go"))
@@ -60,6 +83,8 @@ def main() -> None:
         "--through-n-model", action="store_true",
         help="also the rank-group widths plus the shared variance measured through each n's model",
     )  # fmt: skip
+    parser.add_argument("--shape", choices=("normal", "laplace"), default="normal",
+                        help="the player offset's distribution under --through-n-model")
     args = parser.parse_args()
     models = resolve_meta_models(args.model, args.game)
     strength = models.strength()
@@ -92,10 +117,9 @@ def main() -> None:
         ways = {"rank-group": rank, "derived": derived_half_widths(rank, rho, n)}
         if args.through_n_model:
             shared = shared_variance_at_n(data, strength.record["feature_set"], n)
-            ways["added through the n-model"] = {
-                lv: float(np.sqrt(w**2 + norm.ppf(0.5 + lv / 2) ** 2 * (1 - 1 / n) * shared))
-                for lv, w in rank.items()
-            }
+            ways[f"added through the n-model ({args.shape})"] = convolved_widths(
+                rank, (1 - 1 / n) * shared, args.shape, np.random.default_rng(n)
+            )
         error = None
         if player is not None:
             config = MetaConfig(player_repeats=args.repeats)
