@@ -14,6 +14,9 @@ same samples::
     python bench/accuracy/evaluator_table.py chess A-testing --evaluator "Stockfish 100 nodes=A-sf100" \\
         --evaluator "Maia-1900 value head=A-maia1900-value" --splits 10
 
+An evaluator extracted on part of the games (``--part K/N``) is compared on the games every
+evaluator holds: the table says how many.
+
 Prints, per evaluator, the rank-group accuracy at each n (mean over the splits and the paired
 difference to the base's Stockfish at 2,000 nodes) and the strength MAE from one game. The cost
 per position comes from ``bench/speed/bench_extract.py --config`` (the same configs).
@@ -27,6 +30,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from meta_bench import instance_tables, meta_parser, sample_sizes, split_salts
 
 from pipeline.core.data_split import SplitConfig
@@ -63,6 +67,18 @@ def with_loss_of(instances: pa.Table, other: pa.Table) -> pa.Table:
     return table.select(instances.column_names)
 
 
+def of_common_games(instances: pa.Table, others) -> pa.Table:
+    """The base's instances of the games that every evaluator's aggregates hold: an evaluator
+    extracted on part of the games (``--part K/N``, a few parts of the dearest) is compared
+    with the others on those games only, every row on the same instances."""
+    common = instances
+    for other in others:
+        common = common.filter(pc.is_in(common["game_id"], other["game_id"].unique()))
+    print(f"{pc.count_distinct(common['game_id']).as_py():,} games in every evaluator's"
+          f" aggregates ({pc.count_distinct(instances['game_id']).as_py():,} in the base)")
+    return common
+
+
 def main() -> None:
     parser = meta_parser(__doc__, default_n="5,20")
     parser.add_argument(
@@ -74,11 +90,12 @@ def main() -> None:
     args = parser.parse_args()
     ns = sample_sizes(args.n)
     instances, groups = instance_tables(args.aggregates)
-    rows = {BASE: instances}
+    others = {}
     for spec in args.evaluator:
         name, _, folder = spec.partition("=")
-        other, _ = instance_tables(Path(folder))
-        rows[name] = with_loss_of(instances, other)
+        others[name] = instance_tables(Path(folder))[0]
+    instances = of_common_games(instances, others.values())
+    rows = {BASE: instances} | {name: with_loss_of(instances, o) for name, o in others.items()}
     # evaluator -> n -> per split accuracy; evaluator -> per split MAE from one game
     accuracy: dict[str, dict[int, list[float]]] = {name: {} for name in rows}
     mae: dict[str, list[float]] = {name: [] for name in rows}
