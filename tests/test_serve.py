@@ -13,6 +13,7 @@ import http.client
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -356,6 +357,24 @@ def test_a_killed_replica_comes_back_with_every_accepted_game(service) -> None:
     status, answer = client.request("POST", "/v1/chess/games", other.encode())
     assert status == 200 and answer["duplicate"] is False
     assert client.request("GET", "/v1/health")[1]["games"] == before["games"] + 1
+
+
+def test_a_game_the_clock_model_cannot_read_is_estimated_without_it_and_said(service) -> None:
+    """A bullet game (a time control the clock model never saw) and a game without ``%clk``
+    are estimated by the model that reads no clock, and each answer says why."""
+    client = service["service"]
+    game = next(g for g in GAMES if g not in MINE and '[TimeControl "180+0"]' in g)
+    bullet = game.replace('[TimeControl "180+0"]', '[TimeControl "60+0"]').replace(
+        '[Site "https://lichess.org/', '[Site "https://lichess.org/bullet'
+    )
+    unclocked = re.sub(r" \{ \[%clk [0-9:]+\] \}", "", game)
+    for text, why in ((bullet, "60+0"), (unclocked, "have no clock")):
+        status, answer = client.request("POST", "/v1/chess/games", text.encode())
+        assert status == 200 and answer["duplicate"] is False
+        for estimate in answer["estimates"]:
+            assert estimate["feature_set"] == "full_dcloss"
+            assert why in estimate["feature_set_note"]
+            assert "model that reads no clock (full_dcloss)" in estimate["feature_set_note"]
 
 
 def test_bad_requests_change_nothing(service) -> None:

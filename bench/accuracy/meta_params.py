@@ -1,0 +1,96 @@
+"""The meta-models' fitting parameters (LightGBM's, the training draws), compared over re-drawn splits.
+
+The meta-models are LightGBM regressors with the library's defaults (100 trees, 31 leaves,
+learning rate 0.1; ``pipeline/meta/model.py``). The paper does not say how it tuned them, and
+the sample of one chess game is noisy: a slower, more regularised fit, or more training
+samples, may read it better. Each ``--params NAME=JSON`` is laid over the defaults: a key that
+is a ``MetaConfig`` field (``train_draws_per_group``) sets it, the others are LightGBM's; every
+variant is fitted on each re-drawn split (the models' own split first) and judged on its
+evaluation games::
+
+    python bench/accuracy/meta_params.py chess models/kibitz-meta-chess/aggregates --splits 5 \\
+        --params 'slow={"learning_rate": 0.03, "num_iterations": 400, "min_data_in_leaf": 50}' \\
+        --params 'draws={"train_draws_per_group": 6000}'
+
+Prints, per variant, the rank-group accuracy at each n and the strength MAE from one game (mean
+over the splits, and the paired difference to the defaults: mean ± sd over the splits).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+import numpy as np
+from meta_bench import instance_tables, meta_parser, sample_sizes, split_salts
+
+from pipeline.core.data_split import SplitConfig
+from pipeline.meta.intervals import evaluate_strength, fit_strength_model
+from pipeline.meta.model import MetaConfig, build_samples, drop_empty_columns, instance_data
+from pipeline.meta.paired import rank_group_accuracy
+
+DEFAULTS = "defaults"
+CONFIG_FIELDS = {f.name for f in fields(MetaConfig)} - {"lgbm_params", "ns", "split"}
+
+
+def paired_cell(values: list[float], base: list[float] | None, digits: int) -> str:
+    """The mean of ``values``, and with ``base`` the paired difference's mean ± sd."""
+    a = np.array(values)
+    cell = f"{np.nanmean(a):.{digits}f}"
+    if base is not None:
+        d = a - np.array(base)
+        cell += f" ({np.nanmean(d):+.{digits}f} ± {np.nanstd(d, ddof=1):.{digits}f})"
+    return cell
+
+
+def main() -> None:
+    parser = meta_parser(__doc__, default_n="5,20")
+    parser.add_argument(
+        "--params", action="append", default=[], metavar="NAME=JSON",
+        help="LightGBM parameters laid over the defaults (repeatable)",
+    )  # fmt: skip
+    parser.add_argument("--feature-set", default="full_dcloss_clock")
+    parser.add_argument("--splits", type=int, default=5, help="re-drawn game splits")
+    args = parser.parse_args()
+    ns = sample_sizes(args.n)
+    variants = {DEFAULTS: {}}
+    for spec in args.params:
+        name, _, text = spec.partition("=")
+        variants[name] = json.loads(text)
+    instances, groups = instance_tables(args.aggregates)
+    accuracy = {name: {n: [] for n in ns} for name in variants}
+    mae: dict[str, list[float]] = {name: [] for name in variants}
+    for salt in split_salts(args.splits):
+        split = SplitConfig(salt=salt)
+        data = drop_empty_columns(instance_data(instances, groups, game=args.game, split=split))
+        for name, params in variants.items():
+            settings = {k: v for k, v in params.items() if k in CONFIG_FIELDS}
+            lgbm = {**MetaConfig().lgbm_params}
+            lgbm.update({k: v for k, v in params.items() if k not in CONFIG_FIELDS})
+            for n in ns:
+                config = MetaConfig(ns=(n,), feature_sets=(args.feature_set,), split=split,
+                                    lgbm_params=lgbm, **settings)  # fmt: skip
+                value = rank_group_accuracy(data, n, config)[args.feature_set][0]
+                accuracy[name][n].append(value)
+            config = MetaConfig(ns=(1,), feature_sets=(args.feature_set,), split=split,
+                                lgbm_params=lgbm, **settings)  # fmt: skip
+            samples = build_samples(data, 1, config)
+            model = fit_strength_model(data.columns, 1, args.feature_set, samples["train"],
+                                       samples["validation"], config)  # fmt: skip
+            row = evaluate_strength(model, data.columns, samples["evaluation"], "rank_group", 0.0)
+            mae[name].append(row["mae"])
+        print(f"split {salt} done", flush=True)
+    print(f"\n{args.feature_set}: rank-group accuracy %, strength MAE from one game; mean over"
+          f" {args.splits} splits (paired difference to the defaults: mean ± sd)")  # fmt: skip
+    print("| parameters | " + " | ".join(f"n = {n}" for n in ns) + " | MAE, n = 1 |")
+    print("|---" * (len(ns) + 2) + "|")
+    for name, params in variants.items():
+        base = None if name == DEFAULTS else DEFAULTS
+        cells = [paired_cell(accuracy[name][n], base and accuracy[base][n], 1) for n in ns]
+        cells.append(paired_cell(mae[name], base and mae[base], 0))
+        label = name if not params else f"{name} `{json.dumps(params)}`"
+        print(f"| {label} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
