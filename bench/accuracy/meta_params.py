@@ -87,7 +87,8 @@ def main() -> None:
     for name, params in variants.items():
         base = None if name == DEFAULTS else DEFAULTS
         cells = [paired_cell(accuracy[name][n], base and accuracy[base][n], 1) for n in ns]
-        cells.append(paired_cell(mae[name], base and mae[base], 0))
+        digits = 0 if np.nanmean(mae[DEFAULTS]) >= 10 else 2  # rating points, or rank steps
+        cells.append(paired_cell(mae[name], base and mae[base], digits))
         label = name if not params else f"{name} `{json.dumps(params)}`"
         print(f"| {label} | " + " | ".join(cells) + " |")
 
