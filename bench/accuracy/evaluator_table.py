@@ -15,7 +15,11 @@ same samples::
         --evaluator "Maia-1900 value head=A-maia1900-value" --splits 10
 
 An evaluator extracted on part of the games (``--part K/N``) is compared on the games every
-evaluator holds: the table says how many.
+evaluator holds: the table says how many. ``--write NAME=DIR`` also writes a row's instances as
+an aggregates folder whose extraction record is the base's with that evaluator's value
+settings: what one extraction with that config would have written, so ``kibitz train meta
+chess --aggregates DIR`` fits meta-models that ``kibitz estimate`` and ``kibitz serve`` apply
+with that evaluator.
 
 Prints, per evaluator, the rank-group accuracy at each n (mean over the splits and the paired
 difference to the base's Stockfish at 2,000 nodes) and the strength MAE from one game. The cost
@@ -24,16 +28,21 @@ per position comes from ``bench/speed/bench_extract.py --config`` (the same conf
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 from pathlib import Path
 
 import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from meta_bench import instance_tables, meta_parser, sample_sizes, split_salts
 
 from pipeline.core.data_split import SplitConfig
+from pipeline.meta.aggregate import INSTANCES, SUMMARY_FILE, load_summary
+from pipeline.meta.aggregate_merge import LOSS_REPORT
 from pipeline.meta.intervals import evaluate_strength, fit_strength_model
 from pipeline.meta.model import (
     MetaConfig,
@@ -79,23 +88,64 @@ def of_common_games(instances: pa.Table, others) -> pa.Table:
     return common
 
 
+def write_aggregates(instances: pa.Table, base: Path, evaluator: Path, out: Path) -> str:
+    """``instances`` (the base's with ``evaluator``'s loss columns) as an aggregates folder:
+    the base's rank groups and prior profile, the evaluator's loss by move number, and an
+    extraction record whose value settings are the evaluator's. Returns its config hash."""
+    from pipeline.extract.config import config_from_dict
+
+    summary = load_summary(base)
+    record = summary["features_config"]
+    value = load_summary(evaluator)["features_config"]["config"]["value"]
+    config = dict(record["config"], value=value)
+    config_hash = config_from_dict(config).config_hash()
+    out.mkdir(parents=True, exist_ok=True)
+    pq.write_table(instances, out / f"{INSTANCES}.parquet")
+    for name, source in (("rank_groups", base), ("prior_profile", base),
+                         (LOSS_REPORT, evaluator)):  # fmt: skip
+        if (source / f"{name}.parquet").is_file():
+            shutil.copy(source / f"{name}.parquet", out / f"{name}.parquet")
+    summary = {
+        **summary,
+        "features_config_hash": config_hash,
+        "features_config": {**record, "config_hash": config_hash, "config": config},
+        "features_dir": None,
+        "loss_columns_from": str(evaluator.resolve()),
+        "rows": {INSTANCES: instances.num_rows},
+    }
+    summary.pop("merged_from", None)
+    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
+    return config_hash
+
+
 def main() -> None:
     parser = meta_parser(__doc__, default_n="5,20")
     parser.add_argument(
         "--evaluator", action="append", default=[], metavar="NAME=AGGREGATES",
         help="an evaluator's loss-only aggregates of the same games (repeatable)",
     )  # fmt: skip
+    parser.add_argument(
+        "--write", action="append", default=[], metavar="NAME=DIR",
+        help="write evaluator NAME's row as an aggregates folder DIR (repeatable)",
+    )  # fmt: skip
     parser.add_argument("--feature-set", default="full_dcloss_clock")
     parser.add_argument("--splits", type=int, default=10, help="re-drawn game splits")
     args = parser.parse_args()
     ns = sample_sizes(args.n)
     instances, groups = instance_tables(args.aggregates)
-    others = {}
+    others, folders = {}, {}
     for spec in args.evaluator:
         name, _, folder = spec.partition("=")
-        others[name] = instance_tables(Path(folder))[0]
+        folders[name] = Path(folder)
+        others[name] = instance_tables(folders[name])[0]
     instances = of_common_games(instances, others.values())
     rows = {BASE: instances} | {name: with_loss_of(instances, o) for name, o in others.items()}
+    for spec in args.write:
+        name, _, folder = spec.partition("=")
+        if name not in others:
+            parser.error(f"--write {name!r}: no --evaluator of that name")
+        config_hash = write_aggregates(rows[name], args.aggregates, folders[name], Path(folder))
+        print(f"{name}: aggregates in {folder} (extraction config {config_hash})")
     # evaluator -> n -> per split accuracy; evaluator -> per split MAE from one game
     accuracy: dict[str, dict[int, list[float]]] = {name: {} for name in rows}
     mae: dict[str, list[float]] = {name: [] for name in rows}
