@@ -15,6 +15,10 @@ testing split; Go: the Fox testing split, games no model was fitted on):
 
     python bench/speed/bench_serve.py                       # both kinds, ~10 min on 2 cores
     python bench/speed/bench_serve.py --game chess --games 48 --out serve.json
+    python bench/speed/bench_serve.py --game chess --chess-model M --games 16   # another model
+
+``--chess-model`` serves (and times in process) a chess meta-model other than the shipped one:
+one fitted on a cheaper evaluator's losses (``bench/accuracy/evaluator_table.py --write``).
 
 Prints a table and writes ``--out`` (JSON).
 """
@@ -108,9 +112,9 @@ def evaluator_costs(texts: list[bytes]) -> dict[str, float]:
     return costs
 
 
-def baseline(game: str, texts: list[bytes]) -> dict:
+def baseline(game: str, texts: list[bytes], model: str | None) -> dict:
     """The extraction and aggregation of each game in this process: seconds a game, by stage."""
-    maker = InstanceMaker(resolve_meta_models(None, game))
+    maker = InstanceMaker(resolve_meta_models(model, game))
     try:
         maker([read_posted(game, texts[0], "", max_moves=10_000).games])  # warm
         stages, totals, positions = [], [], 0
@@ -134,11 +138,12 @@ def baseline(game: str, texts: list[bytes]) -> dict:
 
 
 class Service:
-    def __init__(self, games: list[str], state: Path) -> None:
+    def __init__(self, models: dict[str, str | None], state: Path) -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        kinds = [a for g in games for a in ("--game", g)]
+        kinds = [a for g in models for a in ("--game", g)]
+        kinds += [a for g, m in models.items() if m for a in (f"--model-{g}", m)]
         self.process = subprocess.Popen(
             ["kibitz", "serve", *kinds, "--port", str(self.port), "--state", str(state)],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
@@ -206,14 +211,16 @@ def main() -> int:
     parser.add_argument("--game", action="append", choices=sorted(GAMES))
     parser.add_argument("--games", type=int, default=32, help="games per client level (default 32)")
     parser.add_argument("--baseline-games", type=int, default=6)
+    parser.add_argument("--chess-model", help="a chess meta-model folder (default: the shipped)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     kinds = args.game or sorted(GAMES)
+    models = {g: args.chess_model if g == "chess" else None for g in kinds}
     need = args.baseline_games + 2 + args.games * len(CLIENTS)
     texts = {g: GAMES[g](need) for g in kinds}
     report = {"machine": {"cpus": os.cpu_count()}, "kinds": {}}
     for game in kinds:
-        report["kinds"][game] = {"baseline": baseline(game, texts[game][: args.baseline_games])}
+        report["kinds"][game] = {"baseline": baseline(game, texts[game][: args.baseline_games], models[game])}
         print(json.dumps({game: report["kinds"][game]["baseline"]}, indent=1), flush=True)
     if "chess" in kinds:
         report["chess_evaluators_s_per_game"] = evaluator_costs(
@@ -221,7 +228,7 @@ def main() -> int:
         )
         print(json.dumps(report["chess_evaluators_s_per_game"], indent=1), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        service = Service(kinds, Path(tmp) / "state.duckdb")
+        service = Service(models, Path(tmp) / "state.duckdb")
         try:
             for game in kinds:
                 pool = texts[game][args.baseline_games :]
