@@ -38,20 +38,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from meta_bench import instance_tables, meta_parser, sample_sizes, split_salts
+from meta_bench import (
+    instance_tables,
+    meta_parser,
+    paired_cell,
+    sample_sizes,
+    split_figures,
+    split_salts,
+)
 
 from pipeline.core.data_split import SplitConfig
 from pipeline.meta.aggregate import INSTANCES, SUMMARY_FILE, load_summary
 from pipeline.meta.aggregate_merge import LOSS_REPORT
-from pipeline.meta.intervals import evaluate_strength, fit_strength_model
-from pipeline.meta.model import (
-    MetaConfig,
-    MetaDataError,
-    build_samples,
-    drop_empty_columns,
-    instance_data,
-)
-from pipeline.meta.paired import rank_group_accuracy
+from pipeline.meta.model import MetaConfig, drop_empty_columns, instance_data
 
 # The instance columns an evaluator decides: the loss and its difficulty-corrected means, and
 # the clock columns that read the loss (sql/intermediate/int_instance_time_usage.sql).
@@ -150,40 +149,24 @@ def main() -> None:
     accuracy: dict[str, dict[int, list[float]]] = {name: {} for name in rows}
     mae: dict[str, list[float]] = {name: [] for name in rows}
     for salt in split_salts(args.splits):
-        split = SplitConfig(salt=salt)
+        config = MetaConfig(split=SplitConfig(salt=salt))
         for name, table in rows.items():
-            data = drop_empty_columns(instance_data(table, groups, game=args.game, split=split))
+            data = drop_empty_columns(
+                instance_data(table, groups, game=args.game, split=config.split)
+            )
+            at_n, one_game = split_figures(data, ns, args.feature_set, config)
             for n in ns:
-                config = MetaConfig(ns=(n,), feature_sets=(args.feature_set,), split=split)
-                try:
-                    figures = rank_group_accuracy(data, n, config)
-                except MetaDataError:
-                    figures = {}
-                value = figures.get(args.feature_set, (np.nan, np.nan))[0]
-                accuracy[name].setdefault(n, []).append(value)
-            config = MetaConfig(ns=(1,), feature_sets=(args.feature_set,), split=split)
-            samples = build_samples(data, 1, config)
-            model = fit_strength_model(data.columns, 1, args.feature_set, samples["train"],
-                                       samples["validation"], config)  # fmt: skip
-            row = evaluate_strength(model, data.columns, samples["evaluation"], "rank_group", 0.0)
-            mae[name].append(row.get("mae", np.nan))
+                accuracy[name].setdefault(n, []).append(at_n[n])
+            mae[name].append(one_game)
         print(f"split {salt} done", flush=True)
     print(f"\n{args.feature_set}: rank-group accuracy %, mean over {args.splits} splits (paired"
           f" difference to {BASE}: mean ± sd); strength MAE from one game")  # fmt: skip
     print("| evaluator | " + " | ".join(f"n = {n}" for n in ns) + " | MAE, n = 1 |")
     print("|---" * (len(ns) + 2) + "|")
     for name in rows:
-        cells = []
-        for n in ns:
-            a = np.array(accuracy[name][n])
-            cell = f"{np.nanmean(a):.1f}"
-            if name != BASE:
-                d = a - np.array(accuracy[BASE][n])
-                cell += f" ({np.nanmean(d):+.1f} ± {np.nanstd(d, ddof=1):.1f})"
-            cells.append(cell)
-        m = np.array(mae[name])
-        print(f"| {name} | " + " | ".join(cells) + f" | {np.nanmean(m):.0f} |")
-
+        base = None if name == BASE else BASE
+        cells = [paired_cell(accuracy[name][n], base and accuracy[base][n], 1) for n in ns]
+        print(f"| {name} | " + " | ".join(cells) + f" | {np.nanmean(mae[name]):.0f} |")
 
 if __name__ == "__main__":
     main()

@@ -22,32 +22,27 @@ import json
 from dataclasses import fields
 
 import numpy as np
-from meta_bench import instance_tables, meta_parser, sample_sizes, split_salts
+from meta_bench import (
+    instance_tables,
+    meta_parser,
+    paired_cell,
+    sample_sizes,
+    split_figures,
+    split_salts,
+)
 
 from pipeline.core.data_split import SplitConfig
-from pipeline.meta.intervals import evaluate_strength, fit_strength_model
-from pipeline.meta.model import MetaConfig, build_samples, drop_empty_columns, instance_data
-from pipeline.meta.paired import rank_group_accuracy
+from pipeline.meta.model import MetaConfig, drop_empty_columns, instance_data
 
 DEFAULTS = "defaults"
 CONFIG_FIELDS = {f.name for f in fields(MetaConfig)} - {"lgbm_params", "ns", "split"}
-
-
-def paired_cell(values: list[float], base: list[float] | None, digits: int) -> str:
-    """The mean of ``values``, and with ``base`` the paired difference's mean ± sd."""
-    a = np.array(values)
-    cell = f"{np.nanmean(a):.{digits}f}"
-    if base is not None:
-        d = a - np.array(base)
-        cell += f" ({np.nanmean(d):+.{digits}f} ± {np.nanstd(d, ddof=1):.{digits}f})"
-    return cell
 
 
 def main() -> None:
     parser = meta_parser(__doc__, default_n="5,20")
     parser.add_argument(
         "--params", action="append", default=[], metavar="NAME=JSON",
-        help="LightGBM parameters laid over the defaults (repeatable)",
+        help="MetaConfig fields and LightGBM parameters laid over the defaults (repeatable)",
     )  # fmt: skip
     parser.add_argument("--feature-set", default="full_dcloss_clock")
     parser.add_argument("--splits", type=int, default=5, help="re-drawn game splits")
@@ -67,18 +62,11 @@ def main() -> None:
             settings = {k: v for k, v in params.items() if k in CONFIG_FIELDS}
             lgbm = {**MetaConfig().lgbm_params}
             lgbm.update({k: v for k, v in params.items() if k not in CONFIG_FIELDS})
+            config = MetaConfig(split=split, lgbm_params=lgbm, **settings)
+            at_n, one_game = split_figures(data, ns, args.feature_set, config)
             for n in ns:
-                config = MetaConfig(ns=(n,), feature_sets=(args.feature_set,), split=split,
-                                    lgbm_params=lgbm, **settings)  # fmt: skip
-                value = rank_group_accuracy(data, n, config)[args.feature_set][0]
-                accuracy[name][n].append(value)
-            config = MetaConfig(ns=(1,), feature_sets=(args.feature_set,), split=split,
-                                lgbm_params=lgbm, **settings)  # fmt: skip
-            samples = build_samples(data, 1, config)
-            model = fit_strength_model(data.columns, 1, args.feature_set, samples["train"],
-                                       samples["validation"], config)  # fmt: skip
-            row = evaluate_strength(model, data.columns, samples["evaluation"], "rank_group", 0.0)
-            mae[name].append(row["mae"])
+                accuracy[name][n].append(at_n[n])
+            mae[name].append(one_game)
         print(f"split {salt} done", flush=True)
     print(f"\n{args.feature_set}: rank-group accuracy %, strength MAE from one game; mean over"
           f" {args.splits} splits (paired difference to the defaults: mean ± sd)")  # fmt: skip
