@@ -29,7 +29,7 @@ import statistics
 from dataclasses import replace
 from pathlib import Path
 
-from meta_bench import instance_tables, meta_parser, sample_sizes
+from meta_bench import fitting, instance_tables, meta_parser, sample_sizes
 
 from pipeline.core.data_split import SplitConfig
 from pipeline.meta.aggregate import INSTANCES, load_mart
@@ -66,7 +66,11 @@ def main() -> None:
             other = instance_data(players, rank_groups, game=args.game, split=split)
             player_data = unseen_instances(other, data)
         config = MetaConfig(
-            ns=tuple(ns), feature_sets=(args.feature_set,), split=split, conformal_folds=args.folds
+            ns=tuple(ns),
+            feature_sets=(args.feature_set,),
+            split=split,
+            conformal_folds=args.folds,
+            **fitting(args),
         )
         for n in ns:
             try:
@@ -76,7 +80,10 @@ def main() -> None:
             except MetaDataError as exc:
                 print(f"split {k} n={n}: skipped ({exc})", flush=True)
                 continue
-            fit = strength_at_n(data, result, config, player_salt=f"kibitz-coverage-halves-{k}")
+            fit = strength_at_n(
+                data, result, config, feature_set=args.feature_set,
+                player_salt=f"kibitz-coverage-halves-{k}",
+            )  # fmt: skip
             for row in fit.rows if fit is not None else []:
                 if "mae" not in row or (row["sampling"] == "player" and players is None):
                     continue

@@ -83,8 +83,12 @@ def main() -> None:
         "--through-n-model", action="store_true",
         help="also the rank-group widths plus the shared variance measured through each n's model",
     )  # fmt: skip
-    parser.add_argument("--shape", choices=("normal", "laplace"), default="normal",
-                        help="the player offset's distribution under --through-n-model")
+    parser.add_argument(
+        "--shape",
+        choices=("normal", "laplace"),
+        default="normal",
+        help="the player offset's distribution under --through-n-model",
+    )
     args = parser.parse_args()
     models = resolve_meta_models(args.model, args.game)
     strength = models.strength()

@@ -33,12 +33,12 @@ import re
 import shutil
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from meta_bench import (
+    fitting,
     instance_tables,
     meta_parser,
     paired_cell,
@@ -50,6 +50,7 @@ from meta_bench import (
 from pipeline.core.data_split import SplitConfig
 from pipeline.meta.aggregate import INSTANCES, SUMMARY_FILE, load_summary
 from pipeline.meta.aggregate_merge import LOSS_REPORT
+from pipeline.meta.aggregate_nets import join_columns
 from pipeline.meta.model import MetaConfig, drop_empty_columns, instance_data
 
 # The instance columns an evaluator decides: the loss and its difficulty-corrected means, and
@@ -62,17 +63,7 @@ def with_loss_of(instances: pa.Table, other: pa.Table) -> pa.Table:
     """``instances`` with every column that reads the loss taken from ``other``'s instances of
     the same (game, colour); an instance ``other`` lacks keeps nulls there, never the base's."""
     swapped = [c for c in instances.column_names if READS_LOSS.match(c)]
-    missing = [c for c in swapped if c not in other.column_names]
-    if missing:
-        raise SystemExit(f"the evaluator's aggregates lack {missing[:4]}: same SQL, please")
-    con = duckdb.connect()
-    con.register("base", instances.drop_columns(swapped))
-    con.register("other", other.select(["game_id", "colour", *swapped]))
-    table = con.sql(
-        "select base.*, other.* exclude (game_id, colour) from base"
-        " left join other using (game_id, colour)"
-    ).to_arrow_table()
-    return table.select(instances.column_names)
+    return join_columns(instances, other, swapped)
 
 
 def of_common_games(instances: pa.Table, others) -> pa.Table:
@@ -82,8 +73,10 @@ def of_common_games(instances: pa.Table, others) -> pa.Table:
     common = instances
     for other in others:
         common = common.filter(pc.is_in(common["game_id"], other["game_id"].unique()))
-    print(f"{pc.count_distinct(common['game_id']).as_py():,} games in every evaluator's"
-          f" aggregates ({pc.count_distinct(instances['game_id']).as_py():,} in the base)")
+    print(
+        f"{pc.count_distinct(common['game_id']).as_py():,} games in every evaluator's"
+        f" aggregates ({pc.count_distinct(instances['game_id']).as_py():,} in the base)"
+    )
     return common
 
 
@@ -149,7 +142,7 @@ def main() -> None:
     accuracy: dict[str, dict[int, list[float]]] = {name: {} for name in rows}
     mae: dict[str, list[float]] = {name: [] for name in rows}
     for salt in split_salts(args.splits):
-        config = MetaConfig(split=SplitConfig(salt=salt))
+        config = MetaConfig(split=SplitConfig(salt=salt), **fitting(args))
         for name, table in rows.items():
             data = drop_empty_columns(
                 instance_data(table, groups, game=args.game, split=config.split)
@@ -167,6 +160,7 @@ def main() -> None:
         base = None if name == BASE else BASE
         cells = [paired_cell(accuracy[name][n], base and accuracy[base][n], 1) for n in ns]
         print(f"| {name} | " + " | ".join(cells) + f" | {np.nanmean(mae[name]):.0f} |")
+
 
 if __name__ == "__main__":
     main()

@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from meta_bench import add_fitting_option, fitting
 
 from pipeline.core.data_split import EVALUATION, SPLITS, TRAIN, VALIDATION
 from pipeline.meta.aggregate import load_mart
@@ -38,6 +39,7 @@ def main() -> None:
     parser.add_argument(
         "--sscore-nets", default="", help="strength nets whose s-scores to keep (default: all)"
     )
+    add_fitting_option(parser)
     args = parser.parse_args()
 
     data = instance_data(
@@ -47,7 +49,9 @@ def main() -> None:
     )
     data = keep_sscore_nets(data, [net for net in args.sscore_nets.split(",") if net])
     part = np.array([hashlib.md5(g.encode()).digest()[0] % args.parts for g in data.game_id])
-    config = MetaConfig(ns=(args.n,), feature_sets=tuple(args.feature_sets.split(",")))
+    config = MetaConfig(
+        ns=(args.n,), feature_sets=tuple(args.feature_sets.split(",")), **fitting(args)
+    )
     means: dict[str, list[dict[str, float]]] = {}
     for code in (TRAIN, VALIDATION):
         name = SPLITS[code]

@@ -18,17 +18,40 @@ import pyarrow as pa
 from pipeline.core.data_split import SplitConfig
 from pipeline.meta.aggregate import INSTANCES, load_mart
 from pipeline.meta.intervals import evaluate_strength, fit_strength_model
-from pipeline.meta.model import InstanceData, MetaConfig, MetaDataError, build_samples
+from pipeline.meta.model import (
+    LIGHTGBM_DEFAULTS,
+    InstanceData,
+    MetaConfig,
+    MetaDataError,
+    build_samples,
+)
 from pipeline.meta.paired import rank_group_accuracy
 
 
 def meta_parser(doc: str, default_n: str) -> argparse.ArgumentParser:
-    """A parser with the game, the aggregates folder and ``--n`` (comma-separated)."""
+    """A parser with the game, the aggregates folder, ``--n`` (comma-separated) and the
+    fitting option."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("game", choices=("chess", "go"))
     parser.add_argument("aggregates", type=Path, help="a kibitz aggregate output folder")
     parser.add_argument("--n", default=default_n, help="instances per sample, comma-separated")
+    add_fitting_option(parser)
     return parser
+
+
+def add_fitting_option(parser: argparse.ArgumentParser) -> None:
+    """``--lightgbm-defaults``: the fitting of the figures measured before 3 December 2026."""
+    parser.add_argument(
+        "--lightgbm-defaults",
+        action="store_true",
+        help="fit with LightGBM's defaults on 2,000 training samples a group (the figures"
+        " measured before 3 December 2026) instead of the meta-models' fitting",
+    )
+
+
+def fitting(args: argparse.Namespace) -> dict:
+    """The ``MetaConfig`` fields of the fitting ``args`` ask for (none: the meta-models')."""
+    return dict(LIGHTGBM_DEFAULTS) if args.lightgbm_defaults else {}
 
 
 def sample_sizes(text: str) -> list[int]:

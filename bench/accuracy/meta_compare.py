@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from meta_bench import meta_parser, sample_sizes, split_salts
+from meta_bench import fitting, meta_parser, sample_sizes, split_salts
 
 from pipeline.core.data_split import SplitConfig
 from pipeline.meta.model import FIT_SPLITS, MetaConfig, MetaDataError
@@ -55,7 +55,9 @@ def main() -> None:
             print(f"{len(pair[0].group):,} instances of {games:,} shared games, "
                   f"{len(pair[0].columns)} shared feature columns")  # fmt: skip
         for n in ns:
-            config = MetaConfig(ns=(n,), feature_sets=sets, split=split, fit_split=args.fit_split)
+            config = MetaConfig(
+                ns=(n,), feature_sets=sets, split=split, fit_split=args.fit_split, **fitting(args)
+            )
             try:
                 first, second = (rank_group_accuracy(d, n, config) for d in pair)
             except MetaDataError:

@@ -15,7 +15,7 @@ Prints, per n, the accuracy (and ±1) of both, mean over the splits, the paired 
 from __future__ import annotations
 
 import numpy as np
-from meta_bench import instance_tables, meta_parser, sample_sizes, split_salts
+from meta_bench import fitting, instance_tables, meta_parser, sample_sizes, split_salts
 
 from pipeline.core.data_split import SplitConfig
 from pipeline.meta.decision import apply_cut_points, fit_cut_points
@@ -44,7 +44,9 @@ def main() -> None:
         data = drop_empty_columns(instance_data(instances, groups, game=args.game, split=split))
         names = data.group_names
         for n in sample_sizes(args.n):
-            config = MetaConfig(ns=(n,), feature_sets=(args.feature_set,), split=split)
+            config = MetaConfig(
+                ns=(n,), feature_sets=(args.feature_set,), split=split, **fitting(args)
+            )
             try:
                 samples = build_samples(data, n, config)
             except MetaDataError:

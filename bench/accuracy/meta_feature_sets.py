@@ -15,7 +15,7 @@ paired difference to the baseline: mean, standard deviation and range over the s
 from __future__ import annotations
 
 import numpy as np
-from meta_bench import instance_tables, meta_parser, sample_sizes, split_salts
+from meta_bench import fitting, instance_tables, meta_parser, sample_sizes, split_salts
 
 from pipeline.core.data_split import SplitConfig
 from pipeline.meta.model import MetaConfig, MetaDataError, drop_empty_columns, instance_data
@@ -36,7 +36,7 @@ def main() -> None:
         split = SplitConfig(salt=salt)
         data = drop_empty_columns(instance_data(instances, groups, game=args.game, split=split))
         for n in ns:
-            config = MetaConfig(ns=(n,), feature_sets=sets, split=split)
+            config = MetaConfig(ns=(n,), feature_sets=sets, split=split, **fitting(args))
             try:
                 accuracy = rank_group_accuracy(data, n, config)
             except MetaDataError:

@@ -19,7 +19,7 @@ import hashlib
 from dataclasses import replace
 
 import numpy as np
-from meta_bench import instance_tables, meta_parser, sample_sizes
+from meta_bench import fitting, instance_tables, meta_parser, sample_sizes
 
 from pipeline.core.data_split import EVALUATION, TRAIN
 from pipeline.meta.model import MetaConfig, MetaDataError, instance_data, train_and_evaluate
@@ -35,7 +35,9 @@ def main() -> None:
     # One uniform number per game, independent of the split's own hash: nested shares.
     u = np.array([hashlib.md5(g.encode()).digest()[0] / 256 for g in data.game_id])
     ns = sample_sizes(args.n)
-    config = MetaConfig(ns=tuple(ns), feature_sets=tuple(args.feature_sets.split(",")))
+    config = MetaConfig(
+        ns=tuple(ns), feature_sets=tuple(args.feature_sets.split(",")), **fitting(args)
+    )
     for share in (float(x) for x in args.shares.split(",")):
         keep = (data.split != TRAIN) | (u < share)
         subset = data.subset(np.flatnonzero(keep))

@@ -1,14 +1,15 @@
 """The meta-models' fitting parameters (LightGBM's, the training draws), compared over re-drawn splits.
 
-The meta-models are LightGBM regressors with the library's defaults (100 trees, 31 leaves,
-learning rate 0.1; ``pipeline/meta/model.py``). The paper does not say how it tuned them, and
-the sample of one chess game is noisy: a slower, more regularised fit, or more training
-samples, may read it better. Each ``--params NAME=JSON`` is laid over the defaults: a key that
-is a ``MetaConfig`` field (``train_draws_per_group``) sets it, the others are LightGBM's; every
-variant is fitted on each re-drawn split (the models' own split first) and judged on its
-evaluation games::
+The meta-models are LightGBM regressors (``pipeline/meta/model.py``: ``FITTING``, slower and
+bagged, on 6,000 training samples a group). The paper does not say how it tuned them, and the
+sample of one chess game is noisy. Each ``--params NAME=JSON`` is laid over the defaults
+(``--lightgbm-defaults``: over LightGBM's own, 100 trees, 31 leaves, learning rate 0.1, on
+2,000 samples, as the fitting was chosen): a key that is a ``MetaConfig`` field
+(``train_draws_per_group``) sets it, the others are LightGBM's; every variant is fitted on each
+re-drawn split (the models' own split first) and judged on its evaluation games::
 
     python bench/accuracy/meta_params.py chess models/kibitz-meta-chess/aggregates --splits 5 \\
+        --lightgbm-defaults \\
         --params 'slow={"learning_rate": 0.03, "num_iterations": 400, "min_data_in_leaf": 50}' \\
         --params 'draws={"train_draws_per_group": 6000}'
 
@@ -19,10 +20,11 @@ over the splits, and the paired difference to the defaults: mean ± sd over the 
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 from meta_bench import (
+    fitting,
     instance_tables,
     meta_parser,
     paired_cell,
@@ -59,10 +61,10 @@ def main() -> None:
         split = SplitConfig(salt=salt)
         data = drop_empty_columns(instance_data(instances, groups, game=args.game, split=split))
         for name, params in variants.items():
+            base = MetaConfig(split=split, **fitting(args))
             settings = {k: v for k, v in params.items() if k in CONFIG_FIELDS}
-            lgbm = {**MetaConfig().lgbm_params}
-            lgbm.update({k: v for k, v in params.items() if k not in CONFIG_FIELDS})
-            config = MetaConfig(split=split, lgbm_params=lgbm, **settings)
+            lgbm = base.lgbm_params | {k: v for k, v in params.items() if k not in CONFIG_FIELDS}
+            config = replace(base, lgbm_params=lgbm, **settings)
             at_n, one_game = split_figures(data, ns, args.feature_set, config)
             for n in ns:
                 accuracy[name][n].append(at_n[n])

@@ -44,7 +44,10 @@ def main() -> None:
     player = instance_data(models.player_instances(), groups, game=args.game, split=config.split)
     protocols = {
         "rank-group": rank_group_samples(
-            evaluation.features, evaluation.group, n=args.n, draws_per_group=500,
+            evaluation.features,
+            evaluation.group,
+            n=args.n,
+            draws_per_group=500,
             rng=np.random.default_rng(0),
         ),
         "one player": player_eval_samples(player, args.n, config),
@@ -75,7 +78,6 @@ def main() -> None:
     print("|---|---|---|---|")
     by_games_at_rank(models, models.player_instances(), "one-player set")
     by_games_at_rank(models, models.evaluation_instances(), "evaluation split")
-
 
 
 def by_games_at_rank(models, table: pa.Table, label: str) -> None:

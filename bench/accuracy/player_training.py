@@ -33,7 +33,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from meta_bench import sample_sizes
+from meta_bench import add_fitting_option, fitting, sample_sizes
 
 from pipeline.core.data_split import game_unit
 from pipeline.meta.aggregate import load_mart
@@ -66,6 +66,7 @@ def main() -> None:
     parser.add_argument(
         "--params", type=json.loads, default={}, help="LightGBM parameters over the defaults (JSON)"
     )
+    add_fitting_option(parser)
     args = parser.parse_args()
     ways = args.ways.split(",")
     groups = load_mart(args.aggregates, "rank_groups")
@@ -83,7 +84,7 @@ def main() -> None:
     # (n, way) -> per judged half: (player exact, player ±1, rank-group exact, rank-group ±1)
     figures: dict[tuple[int, str], list[tuple[float, float, float, float]]] = {}
     for n in sample_sizes(args.n):
-        config = MetaConfig(ns=(n,), feature_sets=(args.feature_set,))
+        config = MetaConfig(ns=(n,), feature_sets=(args.feature_set,), **fitting(args))
         config.lgbm_params |= args.params
         samples = build_samples(data, n, config)
         train, monitor, evaluation = (samples[k] for k in ("train", "validation", "evaluation"))

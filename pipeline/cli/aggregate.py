@@ -5,6 +5,7 @@
     kibitz aggregate --features DIR --out DIR --alpha 0.2 --gamma 0.5
     kibitz aggregate --sql player_instance_features            # print one model's SQL
     kibitz aggregate --merge agg-part-0 agg-part-1 --out kibitz-out/aggregates-go
+    kibitz aggregate --add-nets aggregates-chess agg-maia2200 --out aggregates-chess-10
 
 Writes OUT/player_instance_features.parquet, OUT/player_features.parquet,
 OUT/rank_groups.parquet, OUT/prior_profile.parquet and OUT/loss_by_move_number.parquet. OUT is
@@ -13,6 +14,9 @@ sees it: ``duckdb kibitz-out/kibitz.duckdb`` then has the views ``chess_player_f
 (pipeline/core/catalog.py). The SQL is in sql/ (staging → marts → reports); see docs/guide/estimate.md.
 ``--merge`` joins the aggregates of runs over disjoint games (``kibitz extract --part K/N``)
 into the folder one run over all of them would have written (pipeline/meta/aggregate_merge.py).
+``--add-nets BASE OTHER`` adds the imitation nets that only OTHER's run of the same games
+extracted to BASE's instances: a new level without extracting the others again
+(pipeline/meta/aggregate_nets.py).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from pipeline.core import settings
 from pipeline.core.catalog import aggregates_dir_for, load_models
 from pipeline.meta.aggregate import AggregateConfig, run_aggregate
 from pipeline.meta.aggregate_merge import merge_aggregates
+from pipeline.meta.aggregate_nets import add_nets
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
@@ -40,6 +45,14 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
         rows = ", ".join(f"{name} {count:,}" for name, count in summary["rows"].items())
         print(f"merged {len(args.merge)} aggregates folders ({summary['moves']:,} moves):"
               f" {rows} in {args.out}")  # fmt: skip
+        return 0
+    if args.add_nets:
+        if not args.out:
+            raise SystemExit("--add-nets needs --out")
+        summary = add_nets(*args.add_nets, Path(args.out))
+        added = summary["nets_added_from"]
+        print(f"added {', '.join(added['nets'])} ({len(added['columns'])} columns) to"
+              f" {summary['rows']['player_instance_features']:,} instances in {args.out}")  # fmt: skip
         return 0
     features = Path(args.features)
     out = Path(args.out) if args.out else aggregates_dir_for(features)
@@ -89,6 +102,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         metavar="AGGREGATES",
         help="merge these aggregates folders of runs over disjoint games into --out instead",
+    )
+    parser.add_argument(
+        "--add-nets",
+        nargs=2,
+        type=Path,
+        metavar=("BASE", "OTHER"),
+        help="write BASE's aggregates with the imitation nets only OTHER's extraction of the"
+        " same games ran to --out instead",
     )
     parser.add_argument(
         "--sql",

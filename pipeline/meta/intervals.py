@@ -153,7 +153,7 @@ def _fit(
     if y.size == 0:
         raise MetaDataError(f"n={n}: no training sample has a rated strength")
     pick = [list(columns).index(c) for c in chosen]
-    params = {"objective": "regression", "seed": config.seed, **config.lgbm_params}
+    params = config.lightgbm_params()
     return lgb.train(params, lgb.Dataset(x[:, pick], label=y, feature_name=list(chosen)))
 
 

@@ -34,6 +34,7 @@ PUBLISHED = {
 }
 # Licences of the nets whose outputs the features are; the meta-model is Kibitz's (Apache-2.0).
 NET_LICENCES = {
+    "maia-2200": "Maia-2200 (CallOn84/LeelaNets, Maia-1's format): GPL-3.0",
     "maia": "Maia-1 (CSSLab/maia-chess): GPL-3.0",
     "katago": "KataGo g170 (lightvector/KataGo): MIT-style KataGo licence",
     "kibitz": "Kibitz's own nets (models/): Apache-2.0",
@@ -192,7 +193,9 @@ def _licences(manifest: dict[str, Any], models_dir: Path | None) -> str:
     }
     if (config.get("value") or {}).get("model"):
         models.add(str(config["value"]["model"]))
-    found = [text for key, text in NET_LICENCES.items() if any(key in m for m in models)]
+    # each net under the most specific key naming it (maia-2200 is not CSSLab's Maia-1)
+    keys = {max((k for k in NET_LICENCES if k in m), key=len, default=None) for m in models}
+    found = [text for key, text in NET_LICENCES.items() if key in keys]
     # A Kibitz net built on another project's weights carries their licence too (registry entry),
     # named as the registry names it now (features may record a former name)
     others: dict[str, str] = {}
@@ -206,6 +209,19 @@ def _licences(manifest: dict[str, Any], models_dir: Path | None) -> str:
     if not found:
         return "see the nets' own entries in `kibitz models list`"
     return "; ".join(found) + "".join(f", except {o}" for o in others.values())
+
+
+def _fitting(manifest: dict[str, Any]) -> list[str]:
+    """The card's line on how the regressors were fitted (manifests before it: none)."""
+    fitting = manifest.get("fitting")
+    if not fitting:
+        return []
+    params = ", ".join(f"{k} {v}" for k, v in fitting["lightgbm"].items() if k != "verbose")
+    return [
+        "",
+        f"Fitting (`pipeline/meta/model.py`, `FITTING`): {fitting['train_draws_per_group']:,}"
+        f" training samples a rank group and n; LightGBM regression with {params}.",
+    ]
 
 
 def _refit_options(manifest: dict) -> str:
@@ -294,6 +310,7 @@ def render_card(manifest: dict[str, Any], *, models_dir: Path | None = None) -> 
         "",
         f"Seed {manifest.get('seed')}; {manifest.get('seconds')} s of training and evaluation"
         " (every feature set and n, both sampling protocols).",
+        *_fitting(manifest),
         "",
         "## Accuracy on the evaluation games",
         "",

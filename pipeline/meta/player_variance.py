@@ -115,7 +115,7 @@ def out_of_fold_residuals(
     fold = np.minimum((game_unit(names.tolist(), FOLD_SALT) * folds).astype(np.int64), folds - 1)
     fold = fold[member]  # (N,)
     rated = np.isfinite(data.strength)
-    params = {"objective": "regression", "seed": config.seed, **config.lgbm_params}
+    params = config.lightgbm_params()
     for k in range(folds):
         fit = np.flatnonzero(rated & (fold != k))
         held = np.flatnonzero(rated & (fold == k))

@@ -331,6 +331,7 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
         "feature_sets": ",".join(config.feature_sets),
         "split": json.dumps(asdict(config.split)),
         "train_draws_per_group": config.train_draws_per_group,
+        "lightgbm_params": json.dumps(config.lgbm_params, sort_keys=True),
         "validation_draws_per_group": config.validation_draws_per_group,
         "eval_draws_per_group": config.eval_draws_per_group,
         "player_repeats": config.player_repeats,
@@ -473,6 +474,8 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
             # the shipped aggregates passes them as --sscore-nets.
             "sscore_nets": list(config.sscore_nets),
             "seed": config.seed,
+            # How the regressors were fitted (the card prints it; MetaConfig's defaults change)
+            "fitting": config.fitting_record(),
             "aggregate": agg_summary["parameters"],
             "features_config_hash": agg_summary.get("features_config_hash"),
             "features_dir": str(features_dir.resolve()) if features_dir else None,
