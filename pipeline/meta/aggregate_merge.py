@@ -94,6 +94,42 @@ def tables_from_instances(models: Mapping[str, SqlModel]) -> list[str]:
     ]
 
 
+def tables_of_instances(
+    instances: pa.Table, parameters: dict[str, Any]
+) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
+    """A DuckDB connection holding ``instances`` and the tables that read only them, rebuilt by
+    the same SQL with the aggregation's α, γ; and those tables' names, the instances first."""
+    models = load_models()
+    con = duckdb.connect()
+    set_parameters(con, AggregateConfig(**parameters))
+    con.register("given_instances", instances)
+    con.execute(f"create table {INSTANCES} as select * from given_instances")
+    tables = [INSTANCES]
+    for name in tables_from_instances(models):
+        create_model(con, models[name])
+        tables.append(name)
+    return con, tables
+
+
+def save_tables(con: duckdb.DuckDBPyConnection, tables: list[str], out_dir: Path) -> dict[str, int]:
+    """Write each of ``tables`` as ``out_dir/<name>.parquet``; their row counts."""
+    rows = {}
+    for name in tables:
+        table = con.sql(f"select * from {name}").to_arrow_table()
+        pq.write_table(table, out_dir / f"{name}.parquet")
+        rows[name] = table.num_rows
+    return rows
+
+
+def save_summary(summary: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+    """Register ``out_dir`` in its output home's catalog and write ``summary`` (with the
+    catalog's path) as its ``_aggregate.json``; return it."""
+    catalog = refresh_home_of(out_dir)
+    summary["catalog"] = str(catalog) if catalog else None
+    (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
+    return summary
+
+
 def _check(sources: Sequence[Path], summaries: list[dict[str, Any]]) -> None:
     for key in ("features_config_hash", "parameters"):
         values = {json.dumps(s.get(key), sort_keys=True) for s in summaries}
@@ -124,15 +160,9 @@ def merge_aggregates(sources: Sequence[Path], out_dir: Path) -> dict[str, Any]:
         )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    models = load_models()
-    con = duckdb.connect()
-    set_parameters(con, AggregateConfig(**summaries[0]["parameters"]))
-    con.register("merged_instances", pa.concat_tables(parts, promote_options="permissive"))
-    con.execute(f"create table {INSTANCES} as select * from merged_instances")
-    tables = [INSTANCES]
-    for name in tables_from_instances(models):
-        create_model(con, models[name])
-        tables.append(name)
+    con, tables = tables_of_instances(
+        pa.concat_tables(parts, promote_options="permissive"), summaries[0]["parameters"]
+    )
     if all((s / f"{LOSS_REPORT}.parquet").is_file() for s in sources):
         losses = pa.concat_tables(
             [load_mart(s, LOSS_REPORT) for s in sources], promote_options="permissive"
@@ -140,11 +170,7 @@ def merge_aggregates(sources: Sequence[Path], out_dir: Path) -> dict[str, Any]:
         con.register("loss_parts", losses)
         con.execute(f"create table {LOSS_REPORT} as {POOLED_LOSS_SQL}")
         tables.append(LOSS_REPORT)
-    rows = {}
-    for name in tables:
-        table = con.sql(f"select * from {name}").to_arrow_table()
-        pq.write_table(table, out_dir / f"{name}.parquet")
-        rows[name] = table.num_rows
+    rows = save_tables(con, tables, out_dir)
     con.close()
     summary = {
         **{k: summaries[0][k] for k in ("features_config_hash", "features_config", "parameters")},
@@ -161,7 +187,4 @@ def merge_aggregates(sources: Sequence[Path], out_dir: Path) -> dict[str, Any]:
         "rows": rows,
         "merge_s": round(time.perf_counter() - started, 3),
     }
-    catalog = refresh_home_of(out_dir)
-    summary["catalog"] = str(catalog) if catalog else None
-    (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
-    return summary
+    return save_summary(summary, out_dir)

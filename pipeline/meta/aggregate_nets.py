@@ -15,7 +15,6 @@ imitation nets: what ``kibitz estimate`` and ``kibitz serve`` extract for the re
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
@@ -26,18 +25,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.core.catalog import create_model, load_models, refresh_home_of
 from pipeline.core.errors import KibitzError
 from pipeline.core.features_schema import column_slug
-from pipeline.meta.aggregate import (
-    INSTANCES,
-    SUMMARY_FILE,
-    AggregateConfig,
-    load_mart,
-    load_summary,
-    set_parameters,
+from pipeline.meta.aggregate import INSTANCES, load_mart, load_summary
+from pipeline.meta.aggregate_merge import (
+    LOSS_REPORT,
+    save_summary,
+    save_tables,
+    tables_of_instances,
 )
-from pipeline.meta.aggregate_merge import LOSS_REPORT, tables_from_instances
 
 KEY = ["game_id", "colour"]
 
@@ -119,20 +115,8 @@ def add_nets(base: Path, other: Path, out_dir: Path) -> dict[str, Any]:
         nets[net["model"]] = extra["features_config"]["nets"][net["model"]]
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect()
-    set_parameters(con, AggregateConfig(**record["parameters"]))
-    con.register("joined", joined)
-    con.execute(f"create table {INSTANCES} as select * from joined")
-    models = load_models()
-    tables = [INSTANCES]
-    for name in tables_from_instances(models):
-        create_model(con, models[name])
-        tables.append(name)
-    rows = {}
-    for name in tables:
-        table = con.sql(f"select * from {name}").to_arrow_table()
-        pq.write_table(table, out_dir / f"{name}.parquet")
-        rows[name] = table.num_rows
+    con, tables = tables_of_instances(joined, record["parameters"])
+    rows = save_tables(con, tables, out_dir)
     con.close()
     if (base / f"{LOSS_REPORT}.parquet").is_file():  # the loss: the base's evaluator, unchanged
         shutil.copy(base / f"{LOSS_REPORT}.parquet", out_dir / f"{LOSS_REPORT}.parquet")
@@ -156,7 +140,4 @@ def add_nets(base: Path, other: Path, out_dir: Path) -> dict[str, Any]:
         "rows": rows,
         "add_nets_s": round(time.perf_counter() - started, 3),
     }
-    catalog = refresh_home_of(out_dir)
-    summary["catalog"] = str(catalog) if catalog else None
-    (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
-    return summary
+    return save_summary(summary, out_dir)
