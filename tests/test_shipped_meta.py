@@ -18,6 +18,7 @@ from pipeline.cli.main import main
 from pipeline.core import settings
 from pipeline.meta.aggregate import feature_columns
 from pipeline.meta.audit import audit_held_out_players
+from pipeline.meta.model import MetaConfig
 from pipeline.meta.model_card import render_card
 from pipeline.meta.registered import default_name, resolve_meta_models
 from pipeline.meta.train import load_meta_models
@@ -42,6 +43,11 @@ def test_shipped_models_resolve_verified_with_their_card(game):
         assert (models.root / "tables" / table).read_text().strip() in card
     record = models.manifest["features_config"]
     assert record["config"]["game"] == game and record["nets"]  # the nets' sha256 it needs
+    # fitted as `kibitz train meta` fits today, which the card says (a refit reproduces it)
+    assert models.manifest["fitting"] == MetaConfig().fitting_record()
+    assert "learning_rate 0.03, num_iterations 400" in card
+    if game == "chess":  # each net under its own licence: Maia-2200 is not CSSLab's
+        assert "Maia-2200 (CallOn84/LeelaNets, Maia-1's format): GPL-3.0" in card
     assert models.strength() is not None
     instances = pq.read_table(models.aggregates_dir / "player_instance_features.parquet")
     counts = models.manifest["instances"]
