@@ -329,7 +329,8 @@ def test_models_list_shows_one_default_per_role_first(tmp_path: Path, monkeypatc
     assert roles["kibitz-go-policy-4x32"] == "reference" and roles["my-net"] == "user"
     defaults = [e for e in model_registry.list_models() if roles.get(e.name) == "default"]
     assert {e.name for e in defaults} == {
-        *(f"maia-{r}" for r in range(1100, 2000, 100)), "katago-g170-b6c96", "kibitz-go-policy",
+        *(f"maia-{r}" for r in (*range(1100, 2000, 100), 2200)), "katago-g170-b6c96",
+        "kibitz-go-policy",
         "kibitz-sscore-chess", "kibitz-sscore-chess-levels", "kibitz-sscore-go",
         "kibitz-sscore-go-levels", "kibitz-meta-chess", "kibitz-meta-go",
     }  # fmt: skip
