@@ -87,5 +87,5 @@ def test_a_game_the_other_run_lacks_or_no_new_net_is_refused(nine_levels, tmp_pa
     pq.write_table(alone.filter(pc.not_equal(alone["game_id"], some)),
                    partial / f"{INSTANCES}.parquet")  # fmt: skip
     (partial / "_aggregate.json").write_text(json.dumps(load_summary(ALONE)))
-    with pytest.raises(AddNetsError, match=f"1 game.* not in .*{some}"):
+    with pytest.raises(AddNetsError, match=f"2 instance.* have no .*{some}"):
         add_nets(nine_levels, partial, tmp_path / "y")

@@ -94,10 +94,10 @@ def split_figures(
 
 def paired_cell(values: list[float], base: list[float] | None, digits: int) -> str:
     """The mean of ``values`` over the splits, and with ``base`` (the same splits) the paired
-    difference's mean ± sd."""
+    difference's mean ± sd (one split: the mean alone)."""
     a = np.array(values)
     cell = f"{np.nanmean(a):.{digits}f}"
-    if base is not None:
+    if base is not None and len(values) > 1:  # one split has no spread to print
         d = a - np.array(base)
         cell += f" ({np.nanmean(d):+.{digits}f} ± {np.nanstd(d, ddof=1):.{digits}f})"
     return cell

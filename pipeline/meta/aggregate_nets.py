@@ -49,18 +49,25 @@ def join_columns(instances: pa.Table, other: pa.Table, columns: list[str]) -> pa
     missing = [c for c in columns if c not in other.column_names]
     if missing:
         raise AddNetsError(f"the other aggregates lack {missing[:4]}: same SQL, please")
+    keys = other.select(KEY).group_by(KEY).aggregate([([], "count_all")])
+    twice = keys.filter(pc.greater(keys["count_all"], 1))
+    if twice.num_rows:
+        raise AddNetsError(
+            f"{twice.num_rows:,} (game_id, colour) pair(s) twice in the other aggregates, e.g."
+            f" {twice.slice(0, 1).select(KEY).to_pylist()[0]}: one row per instance, please"
+        )
     kept = [c for c in instances.column_names if c not in columns]
-    con = duckdb.connect()
-    con.register(
-        "base", instances.select(kept).append_column("_row", pa.array(range(instances.num_rows)))
-    )
-    con.register("other", other.select([*KEY, *columns]))
-    table = con.sql(
-        "select base.*, other.* exclude (game_id, colour) from base"
-        " left join other using (game_id, colour) order by _row"
-    ).to_arrow_table()
-    order = [c for c in instances.column_names if c in kept or c in columns]
-    return table.select(order + [c for c in columns if c not in order])
+    rows = pa.array(range(instances.num_rows))
+    with duckdb.connect() as con:
+        con.register("base", instances.select(kept).append_column("_row", rows))
+        con.register("other", other.select([*KEY, *columns]))
+        table = con.sql(
+            "select base.*, other.* exclude (game_id, colour) from base"
+            " left join other using (game_id, colour) order by _row"
+        ).to_arrow_table()
+    # the base's columns in their order (a replaced one in its place), then the new ones
+    base = instances.column_names
+    return table.select([*base, *(c for c in columns if c not in base)])
 
 
 def add_nets(base: Path, other: Path, out_dir: Path) -> dict[str, Any]:
@@ -76,7 +83,8 @@ def add_nets(base: Path, other: Path, out_dir: Path) -> dict[str, Any]:
         )
     base_config = record["features_config"]["config"]
     other_config = extra["features_config"]["config"]
-    for key in ("game", "backend", "precision"):
+    # what decides the positions a net sees and the numbers it gives (Go: the rules and komi)
+    for key in ("game", "backend", "precision", "go_rules", "go_komi"):
         if base_config.get(key) != other_config.get(key):
             raise AddNetsError(
                 f"{key} differs: {base_config.get(key)!r} in {str(base)!r},"
@@ -87,25 +95,24 @@ def add_nets(base: Path, other: Path, out_dir: Path) -> dict[str, Any]:
     if not new:
         raise AddNetsError(f"{str(other)!r} ran no imitation net that {str(base)!r} lacks")
     instances, extra_instances = load_mart(base, INSTANCES), load_mart(other, INSTANCES)
-    games = pc.unique(instances["game_id"])
-    absent = pc.filter(games, pc.invert(pc.is_in(games, extra_instances["game_id"])))
-    if len(absent):
+    unmatched = instances.select(KEY).join(extra_instances.select(KEY), KEY, join_type="left anti")
+    if unmatched.num_rows:
         raise AddNetsError(
-            f"{len(absent):,} game(s) of {str(base)!r} are not in {str(other)!r}, e.g."
-            f" {absent[0].as_py()!r}: extract the new nets on every game of the base"
+            f"{unmatched.num_rows:,} instance(s) of {str(base)!r} have no (game_id, colour) in"
+            f" {str(other)!r}, e.g. {unmatched.slice(0, 1).to_pylist()[0]}: extract the new"
+            " nets on every game of the base"
         )
     # The new nets' columns of the families the base's SQL made for its own nets (a base
     # aggregated before top-1 rates existed gets none for the new net either).
-    like = column_slug(sorted(have)[0])
+    slugs = [column_slug(name) for name in sorted(have)]
     columns = []
     for net in new:
-        slug = column_slug(net["name"])
+        slug = f"_{column_slug(net['name'])}_"
         columns += [
             c for c in extra_instances.column_names
-            if f"_{slug}_" in c and c.replace(f"_{slug}_", f"_{like}_") in instances.column_names
+            if slug in c and any(c.replace(slug, f"_{s}_") in instances.column_names for s in slugs)
         ]  # fmt: skip
     joined = join_columns(instances, extra_instances, columns)
-
     from pipeline.extract.config import config_from_dict  # the extraction record's hash
 
     config = dict(base_config, imitation_nets=[*base_config["imitation_nets"], *new])

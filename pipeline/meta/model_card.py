@@ -219,7 +219,7 @@ def _fitting(manifest: dict[str, Any]) -> list[str]:
     params = ", ".join(f"{k} {v}" for k, v in fitting["lightgbm"].items() if k != "verbose")
     return [
         "",
-        f"Fitting (`pipeline/meta/model.py`, `FITTING`): {fitting['train_draws_per_group']:,}"
+        f"Fitting: {fitting['train_draws_per_group']:,}"
         f" training samples a rank group and n; LightGBM regression with {params}.",
     ]
 
