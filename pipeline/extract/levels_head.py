@@ -3,8 +3,8 @@
 A ``kibitz-sscore-levels`` model (``pipeline/nets/sscore_levels.py``) reads, per position, the played
 move's log p and the policy entropy under each of its imitation levels, and a small MLP turns
 those numbers into the s-score. An extraction that names it as a strength net almost always
-runs the same nets as its imitation levels (chess: the preset's nine Maia-1 nets, among its ten levels; Go: Kibitz's
-rank-conditioned policy at the preset's eleven ranks): run as a strength net, the model would
+runs the same nets as its imitation levels (chess: the preset's nine Maia-1 nets, among its ten
+levels; Go: Kibitz's rank-conditioned policy at the preset's eleven ranks): run as a strength net, the model would
 put every position through them a second time. So when every level is among the config's
 imitation nets (same weights by sha256 and, for a rank-conditioned net, the same rank),
 extraction instead asks those nets' policy statistics for the two numbers, under the softmax

@@ -161,7 +161,10 @@ class MetaConfig:
     def fitting_record(self) -> dict:
         """How the regressors are fitted, as a manifest records it: the training draws and
         LightGBM's parameters beyond the library's defaults."""
-        return {"train_draws_per_group": self.train_draws_per_group, "lightgbm": self.lgbm_params}
+        return {
+            "train_draws_per_group": self.train_draws_per_group,
+            "lightgbm": dict(self.lgbm_params),
+        }
 
     def lightgbm_params(self) -> dict:
         """The parameters of every LightGBM regressor this config fits (the meta-models, the

@@ -330,7 +330,8 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
         "ns": ",".join(map(str, config.ns)),
         "feature_sets": ",".join(config.feature_sets),
         "split": json.dumps(asdict(config.split)),
-        "fitting": json.dumps(config.fitting_record(), sort_keys=True),
+        "train_draws_per_group": config.train_draws_per_group,  # as runs before it logged it
+        "lightgbm_params": json.dumps(config.fitting_record()["lightgbm"], sort_keys=True),
         "validation_draws_per_group": config.validation_draws_per_group,
         "eval_draws_per_group": config.eval_draws_per_group,
         "player_repeats": config.player_repeats,
