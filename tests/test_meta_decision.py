@@ -51,3 +51,26 @@ def test_the_fitted_cuts_are_the_best_monotone_ones():
             for pair in combinations_with_replacement(edges, 2)
         )
         assert got == best
+
+
+def test_the_ordinal_decision_keeps_the_ends_a_regression_pulls_in():
+    """Three groups on one feature with noise: group g's feature is g + N(0, 0.35), and the
+    end groups hold a sixth of the samples each. The ordinal models' P(group > k) fall in k for
+    every sample, the median group is right where the feature is clearly inside a group, and
+    the ends are named as often as the middle."""
+    from pipeline.meta.decision import fit_ordinal, ordinal_above, ordinal_groups
+
+    rng = np.random.default_rng(0)
+    label = rng.choice(3, 6_000, p=[1 / 6, 2 / 3, 1 / 6])
+    x = (label + rng.normal(0, 0.35, label.size))[:, None]
+    params = {"verbose": -1, "num_threads": 1, "deterministic": True, "seed": 0}
+    models = fit_ordinal(x, label, 3, params)
+    assert len(models) == 2
+    probe = np.array([[-0.5], [0.0], [1.0], [2.0], [2.5]])
+    above = ordinal_above(models, probe)
+    assert np.all(np.diff(above, axis=1) <= 0)
+    assert ordinal_groups(above).tolist() == [0, 0, 1, 2, 2]
+    assert ordinal_groups(np.array([[0.5, 0.49], [0.49, 0.1], [0.9, 0.6]])).tolist() == [1, 0, 2]
+    predicted = ordinal_groups(ordinal_above(models, x))
+    right = [np.mean(predicted[label == g] == g) for g in range(3)]
+    assert min(right) > 0.8  # every group, the ends included, named right 4 times in 5

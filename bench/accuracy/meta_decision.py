@@ -8,8 +8,15 @@ evaluation samples, so each split's difference is the decision's own::
     python bench/accuracy/meta_decision.py chess models/kibitz-meta-chess/aggregates --splits 10
     python bench/accuracy/meta_decision.py go models/kibitz-meta-go/aggregates --splits 10
 
-Prints, per n, the accuracy (and ±1) of both, mean over the splits, the paired difference
-(mean ± sd [min, max]), and the accuracy of each rank group under both.
+``--ordinal`` adds a third decision that replaces the regression instead of cutting it: G − 1
+binary models of P(group > k) fitted on the same training samples with the same fitting (Frank
+& Hall 2001), the group their distribution's median::
+
+    python bench/accuracy/meta_decision.py chess models/kibitz-meta-chess/aggregates --splits 5 \
+        --n 5,20 --feature-set full_dcloss_clock --ordinal
+
+Prints, per n, the accuracy (and ±1) of each decision, mean over the splits, the paired
+difference to rounding (mean ± sd [min, max]), and the accuracy of each rank group under each.
 """
 
 from __future__ import annotations
@@ -18,7 +25,14 @@ import numpy as np
 from meta_bench import fitting, instance_tables, meta_parser, sample_sizes, split_salts
 
 from pipeline.core.data_split import SplitConfig
-from pipeline.meta.decision import apply_cut_points, fit_cut_points
+from pipeline.meta.decision import (
+    DECISIONS,
+    apply_cut_points,
+    fit_cut_points,
+    fit_ordinal,
+    ordinal_above,
+    ordinal_groups,
+)
 from pipeline.meta.model import (
     MetaConfig,
     MetaDataError,
@@ -28,29 +42,6 @@ from pipeline.meta.model import (
     instance_data,
     round_to_group,
 )
-
-DECIDERS = ("rounding", "cuts", "ordinal")
-
-
-def ordinal_above(features: np.ndarray, label: np.ndarray, groups: int, config: MetaConfig) -> list:
-    """The G - 1 binary LightGBM models of P(group > k), k = 0 … G - 2, on the training samples
-    and with the regressors' fitting (Frank & Hall 2001): an ordinal objective that keeps no
-    distance between groups, so the ends are not pulled toward the middle as a regression's are."""
-    import lightgbm as lgb
-
-    params = config.lightgbm_params() | {"objective": "binary"}
-    return [
-        lgb.train(params, lgb.Dataset(features, label=(label > k).astype(np.float64)))
-        for k in range(groups - 1)
-    ]
-
-
-def ordinal_groups(above: list, features: np.ndarray) -> np.ndarray:
-    """Each sample's group: the median of the ordinal models' distribution, the number of k
-    with P(group > k) ≥ 0.5 once the P(group > k) are made non-increasing in k."""
-    p = np.column_stack([model.predict(features) for model in above])  # (S, G - 1)
-    p = np.minimum.accumulate(p, axis=1)
-    return (p >= 0.5).sum(axis=1).astype(np.int64)
 
 
 def main() -> None:
@@ -91,8 +82,10 @@ def main() -> None:
                 ("cuts", apply_cut_points(raw, cuts)),
             ]
             if args.ordinal:
-                above = ordinal_above(train.features[:, pick], train.label, data.groups, config)
-                decisions.append(("ordinal", ordinal_groups(above, evaluation.features[:, pick])))
+                above = fit_ordinal(train.features[:, pick], train.label, data.groups,
+                                    config.lightgbm_params())  # fmt: skip
+                above = ordinal_above(above, evaluation.features[:, pick])
+                decisions.append(("ordinal", ordinal_groups(above)))
             for decision, predicted in decisions:
                 right = predicted == evaluation.label
                 near = np.abs(predicted - evaluation.label) <= 1
@@ -104,7 +97,7 @@ def main() -> None:
                 )
     print(f"{args.game} {args.feature_set}: rank-group accuracy % (±1 %), mean over the splits")
     for n in sample_sizes(args.n):
-        rows = {d: figures.get((n, d), []) for d in DECIDERS if figures.get((n, d))}
+        rows = {d: figures.get((n, d), []) for d in DECISIONS if figures.get((n, d))}
         if not rows["rounding"]:
             continue
         acc = {d: np.array([r[0] for r in v]) for d, v in rows.items()}

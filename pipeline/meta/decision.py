@@ -1,4 +1,4 @@
-"""How a meta-model's regression output becomes a rank group: rounding, or cut points.
+"""How a meta-model's regression output becomes a rank group: rounding, cut points, or ordinal.
 
 The meta-models regress the group index (Kuboki et al. 2025) and the paper rounds the output to
 the nearest group. A regression pulls both ends of the range toward the middle (the weakest
@@ -8,15 +8,22 @@ samples (those the model was not fitted on) put each boundary where the groups o
 are told apart best: the G - 1 thresholds that classify the most monitoring samples right, a
 monotone step function found exactly by dynamic programming over the sorted outputs.
 
+An ordinal decision replaces the regression instead of cutting it (Frank & Hall 2001): G − 1
+binary models of P(group > k), each fitted on the same training samples, keep the order of the
+groups but no distance between them, so no end is pulled toward the middle; the group is the
+median of the distribution they give.
+
     cuts = fit_cut_points(raw_validation, labels_validation, groups)
     predicted = apply_cut_points(raw, cuts)          # rounding: rounding_cut_points(groups)
+    above = fit_ordinal(train_x, train_label, groups, params)
+    predicted = ordinal_groups(ordinal_above(above, x))
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-DECISIONS = ("rounding", "cuts")
+DECISIONS = ("rounding", "cuts", "ordinal")
 
 
 def rounding_cut_points(groups: int) -> np.ndarray:
@@ -78,3 +85,29 @@ def fit_cut_points(raw: np.ndarray, label: np.ndarray, groups: int) -> np.ndarra
     cuts = np.where(np.isfinite(low) & np.isfinite(high), (low + high) / 2,
                     np.where(np.isfinite(high), high - 0.5, low + 0.5))  # fmt: skip
     return np.maximum.accumulate(cuts)
+
+
+def fit_ordinal(features: np.ndarray, label: np.ndarray, groups: int, params: dict) -> list:
+    """The G − 1 LightGBM models of P(group > k), k = 0 … G − 2, on (``features``, ``label``)
+    with the regressors' ``params`` and a binary objective."""
+    import lightgbm as lgb  # here, not at the top: the CLI parses options without it
+
+    params = params | {"objective": "binary"}
+    label = np.asarray(label)
+    return [
+        lgb.train(params, lgb.Dataset(features, label=(label > k).astype(np.float64)))
+        for k in range(groups - 1)
+    ]
+
+
+def ordinal_above(models: list, features: np.ndarray) -> np.ndarray:
+    """(S, G − 1) P(group > k) from the ordinal ``models``, made non-increasing in k (each model
+    is fitted alone, so a sample's probabilities can cross; the running minimum uncrosses them)."""
+    above = np.column_stack([model.predict(features) for model in models])
+    return np.minimum.accumulate(above, axis=1)
+
+
+def ordinal_groups(above: np.ndarray) -> np.ndarray:
+    """(S,) each sample's group: the median of its distribution, the number of k with
+    P(group > k) ≥ 0.5."""
+    return (np.asarray(above) >= 0.5).sum(axis=1).astype(np.int64)
