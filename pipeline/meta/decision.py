@@ -21,7 +21,12 @@ median of the distribution they give.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    import lightgbm as lgb
 
 DECISIONS = ("rounding", "cuts", "ordinal")
 
@@ -87,7 +92,9 @@ def fit_cut_points(raw: np.ndarray, label: np.ndarray, groups: int) -> np.ndarra
     return np.maximum.accumulate(cuts)
 
 
-def fit_ordinal(features: np.ndarray, label: np.ndarray, groups: int, params: dict) -> list:
+def fit_ordinal(
+    features: np.ndarray, label: np.ndarray, groups: int, params: dict
+) -> list[lgb.Booster]:
     """The G − 1 LightGBM models of P(group > k), k = 0 … G − 2, on (``features``, ``label``)
     with the regressors' ``params`` and a binary objective."""
     import lightgbm as lgb  # here, not at the top: the CLI parses options without it
@@ -100,7 +107,7 @@ def fit_ordinal(features: np.ndarray, label: np.ndarray, groups: int, params: di
     ]
 
 
-def ordinal_above(models: list, features: np.ndarray) -> np.ndarray:
+def ordinal_above(models: list[lgb.Booster], features: np.ndarray) -> np.ndarray:
     """(S, G − 1) P(group > k) from the ordinal ``models``, made non-increasing in k (each model
     is fitted alone, so a sample's probabilities can cross; the running minimum uncrosses them)."""
     above = np.column_stack([model.predict(features) for model in models])
