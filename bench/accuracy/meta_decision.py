@@ -98,7 +98,7 @@ def main() -> None:
     print(f"{args.game} {args.feature_set}: rank-group accuracy % (±1 %), mean over the splits")
     for n in sample_sizes(args.n):
         rows = {d: figures.get((n, d), []) for d in DECISIONS if figures.get((n, d))}
-        if not rows["rounding"]:
+        if "rounding" not in rows:  # no split held enough instances at this n
             continue
         acc = {d: np.array([r[0] for r in v]) for d, v in rows.items()}
         pm1 = {d: np.array([r[1] for r in v]) for d, v in rows.items()}
