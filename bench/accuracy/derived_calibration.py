@@ -190,6 +190,8 @@ def main() -> None:
         print(
             f"feature offset covariance from {cov_players:,} players, trace {np.trace(covariance):.3f}"
         )
+        # the rank-group samples the offsets move: games the models were not fitted on
+        held = data.subset(np.flatnonzero(data.split != fit_and_monitor_splits(MetaConfig())[0]))
     player = None
     if models.player_aggregates_dir is not None:
         player = instance_data(models.player_instances(), groups, game=args.game)
@@ -213,9 +215,6 @@ def main() -> None:
                 rank, (1 - 1 / n) * shared, args.shape, np.random.default_rng(n)
             )
         if args.through_features:
-            held = data.subset(
-                np.flatnonzero(data.split != fit_and_monitor_splits(MetaConfig())[0])
-            )
             samples = rank_group_samples(
                 held.features, held.group, n=n, draws_per_group=2000,
                 rng=np.random.default_rng([7, n]),
