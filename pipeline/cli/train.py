@@ -20,7 +20,9 @@ from pathlib import Path
 from pipeline.cli.invocation import command_line
 from pipeline.core import settings
 from pipeline.core.data_split import SplitConfig
+from pipeline.kinds import game_kind
 from pipeline.meta.aggregate import AggregateConfig
+from pipeline.meta.decision import MODEL_DECISIONS
 from pipeline.meta.model import DEFAULT_NS, FEATURE_SETS, FIT_SPLITS, MetaConfig
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,7 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
         seed=args.seed,
         fit_split=args.fit_split,
         sscore_nets=args.sscore_nets,
+        decision=args.decision or game_kind(args.game).decision,
     )
     run = TrainMetaRun(
         game=args.game,
@@ -206,6 +209,12 @@ def _add_meta_parser(trainers: argparse._SubParsersAction) -> None:
         default=defaults.player_unit_draws,
         help="samples of n games of each --player-aggregates player added to the training of the"
         " model an estimate of one player applies (0: no such model)",
+    )
+    parser.add_argument(
+        "--decision",
+        choices=MODEL_DECISIONS,
+        help="how an output becomes a rank group: rounding, or ordinal models beside each"
+        " regressor (default: the game's; chess ordinal, Go rounding: docs/research/results.md)",
     )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument(

@@ -56,6 +56,11 @@ class GameKind(Protocol):
         ...
 
     @property
+    def decision(self) -> str:
+        """How its meta-models name a rank group by default (``pipeline.meta.decision``)."""
+        ...
+
+    @property
     def reader(self) -> ChunkReader:
         """Ingestion: plans work items from input files and reads them into games rows."""
         ...

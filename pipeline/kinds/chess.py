@@ -132,6 +132,9 @@ class ChessKind:
     extraction = ChessExtraction()
     # The embedded default of `kibitz run`, under the data folder: one .pgn.zst per band.
     candidating = Path("chess/lichess-2024-02-blitz/candidating")
+    # How the meta-models name a band (pipeline/meta/decision.py): ordinal models gain at every
+    # n and at both ends of the range without losing ±1 (docs/research/results.md).
+    decision = "ordinal"
 
     def sample(self, split_dir: Path, out_dir: Path, games_per_group: int) -> list[Path]:
         """The first ``games_per_group`` games of each band file, as plain PGN (0 = all)."""

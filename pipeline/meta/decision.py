@@ -17,6 +17,10 @@ median of the distribution they give.
     predicted = apply_cut_points(raw, cuts)          # rounding: rounding_cut_points(groups)
     above = fit_ordinal(train_x, train_label, groups, params)
     predicted = ordinal_groups(ordinal_above(above, x))
+
+A trained model carries its decision (:data:`MODEL_DECISIONS`, ``MetaConfig.decision``, each game
+kind's default in ``pipeline/kinds/``): an ordinal one saves its G − 1 models beside the
+regressor's file (:func:`ordinal_files`), and the regression output stays its continuous reading.
 """
 
 from __future__ import annotations
@@ -29,6 +33,16 @@ if TYPE_CHECKING:
     import lightgbm as lgb
 
 DECISIONS = ("rounding", "cuts", "ordinal")
+# The decisions a trained model carries. Cut points are measured only: they gain from one game
+# at a cost in ±1 accuracy and nothing from five on (bench/accuracy/meta_decision.py).
+MODEL_DECISIONS = ("rounding", "ordinal")
+
+
+def ordinal_files(model_file: str, groups: int) -> list[str]:
+    """The files of the G − 1 ordinal models of the regressor saved as ``model_file``
+    (``models/full/n5.txt`` → ``models/full/n5-above-0.txt`` …), as the manifest names files."""
+    stem = model_file.removesuffix(".txt")
+    return [f"{stem}-above-{k}.txt" for k in range(groups - 1)]
 
 
 def rounding_cut_points(groups: int) -> np.ndarray:

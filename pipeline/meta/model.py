@@ -49,6 +49,13 @@ from pipeline.core.data_split import (
 from pipeline.core.errors import KibitzError
 from pipeline.core.features_schema import column_slug, instance_column
 from pipeline.meta.aggregate import feature_columns
+from pipeline.meta.decision import (
+    MODEL_DECISIONS,
+    fit_ordinal,
+    ordinal_above,
+    ordinal_files,
+    ordinal_groups,
+)
 from pipeline.meta.samples import Samples, player_samples, rank_group_samples
 
 if TYPE_CHECKING:
@@ -154,9 +161,16 @@ class MetaConfig:
     # fold the size of the evaluation split (pipeline/meta/intervals.py:conformal_folds).
     conformal_folds: int = 0
     lgbm_params: dict = field(default_factory=lambda: REPEATABLE | FITTING)
+    # How a regression output becomes a rank group (pipeline/meta/decision.py): "rounding", or
+    # "ordinal" models beside each regressor; `kibitz train meta` takes the game kind's default.
+    decision: str = "rounding"
 
     def __post_init__(self) -> None:
         self.lgbm_params = dict(self.lgbm_params)  # a config's own: callers lay theirs over it
+        if self.decision not in MODEL_DECISIONS:
+            raise MetaDataError(
+                f"decision must be one of {MODEL_DECISIONS!r}, got {self.decision!r}"
+            )
 
     def fitting_record(self) -> dict:
         """How the regressors are fitted, as a manifest records it: the training draws and
@@ -254,15 +268,33 @@ class TrainedModel:
     groups: int
     importance: dict[str, float]  # total gain per column
     validation_l2: float
+    # The G − 1 models of P(group > k) that name the group where the decision is "ordinal"
+    # (pipeline/meta/decision.py); empty: the regression output is rounded.
+    above: list[lgb.Booster] = field(default_factory=list)
 
     def predict(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(continuous output, group index) for rows of ``features`` in ``columns`` order."""
-        raw = self.booster.predict(features)
-        return raw, round_to_group(raw, self.groups)
+        return decide(self.booster, self.above, features, self.groups)
 
     def save(self, path: Path) -> None:
+        """The regressor at ``path``, its ordinal models beside it (:func:`ordinal_files`)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.booster.save_model(str(path))
+        for model, name in zip(self.above, ordinal_files(path.name, self.groups), strict=True):
+            model.save_model(str(path.with_name(name)))
+
+
+def decide(
+    booster: lgb.Booster, above: Sequence[lgb.Booster], features: np.ndarray, groups: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(continuous output, group index) of a regressor and its decision: the ordinal models'
+    median group where there are any, else the rounded output."""
+    if len(features) == 0:
+        return np.empty(0), np.empty(0, dtype=np.int64)
+    raw = booster.predict(features)
+    if above:
+        return raw, ordinal_groups(ordinal_above(list(above), features))
+    return raw, round_to_group(raw, groups)
 
 
 def preferred_set(trained: Sequence[str], *, clock: bool = True) -> str | None:
@@ -522,15 +554,17 @@ def fit_model(
     gains = booster.feature_importance(importance_type="gain")
     l2 = record.get("validation", {}).get("l2", [float("nan")])[-1]
     importance = dict(zip(chosen, gains.tolist(), strict=True))
-    return TrainedModel(feature_set, n, chosen, booster, groups, importance, l2)
+    above = []
+    if config.decision == "ordinal":
+        above = fit_ordinal(train.features[:, pick], train.label, groups, params)
+    return TrainedModel(feature_set, n, chosen, booster, groups, importance, l2, above)
 
 
 def evaluate_model(
     model: TrainedModel, columns: Sequence[str], samples: Samples, sampling: str, groups: int
 ) -> Evaluation:
     pick = [columns.index(c) for c in model.columns]
-    raw = model.booster.predict(samples.features[:, pick]) if len(samples) else np.empty(0)
-    predicted = round_to_group(raw, groups)
+    raw, predicted = model.predict(samples.features[:, pick])
     return Evaluation(model.feature_set, sampling, model.n, samples.label, raw, predicted, groups)
 
 

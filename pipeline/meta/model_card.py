@@ -224,6 +224,18 @@ def _fitting(manifest: dict[str, Any]) -> list[str]:
     ]
 
 
+def _decision(manifest: dict[str, Any]) -> str:
+    """How the models name a group (``pipeline/meta/decision.py``), as the card's first
+    paragraph says it."""
+    if manifest.get("decision") == "ordinal":
+        return (
+            "beside each regressor, ordinal models of P(group > k) name the median group of"
+            " their distribution (Frank & Hall 2001; the regression output is the continuous"
+            " reading),"
+        )
+    return "the output, rounded and clipped, is"
+
+
 def _refit_options(manifest: dict) -> str:
     """The options a refit from the shipped aggregates needs besides them: the strength nets the
     models were restricted to (``--sscore-nets``) and the player-specific set, if any."""
@@ -272,7 +284,7 @@ def render_card(manifest: dict[str, Any], *, models_dir: Path | None = None) -> 
         f"Rank-estimation meta-models of Kuboki et al. (2025) for {game}, trained by Kibitz: one"
         f" LightGBM regressor per feature set and number of games n ({ns}) on the mean"
         " per-player-instance features of n games (an instance is one player's moves in one"
-        f" game); the output, rounded and clipped, is one of {len(groups)} rank groups"
+        f" game); {_decision(manifest)} one of {len(groups)} rank groups"
         f" ({groups[0]} … {groups[-1]}). `kibitz estimate {game} FILES --player NAME` applies the"
         " model whose n is nearest to the player's number of games.",
         "",

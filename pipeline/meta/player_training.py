@@ -36,7 +36,6 @@ from pipeline.meta.model import (
     TrainedModel,
     evaluate_model,
     fit_model,
-    round_to_group,
 )
 from pipeline.meta.samples import Samples, player_samples
 
@@ -149,14 +148,14 @@ def train_player_models(
     for feature_set in feature_sets:
         method = player_method(feature_set)
         raw = np.full(len(player_eval), np.nan)  # every sample is judged by one fold
+        predicted = np.zeros(len(player_eval), dtype=np.int64)
         for k, (units_fitted, _) in enumerate(plan):
             model = _fit(data, players, units_fitted, feature_set, n, train, monitor, config,
                          purpose=20 + k)  # fmt: skip
             rows = np.flatnonzero(judged == k)
             pick = [data.columns.index(c) for c in model.columns]
-            raw[rows] = model.booster.predict(player_eval.features[rows][:, pick])
-        cross = Evaluation(method, "player", n, player_eval.label, raw,
-                           round_to_group(raw, data.groups), data.groups)  # fmt: skip
+            raw[rows], predicted[rows] = model.predict(player_eval.features[rows][:, pick])
+        cross = Evaluation(method, "player", n, player_eval.label, raw, predicted, data.groups)
         every = np.concatenate(plan[0])
         model = _fit(data, players, every, feature_set, n, train, monitor, config, purpose=22)
         models[feature_set] = model

@@ -51,6 +51,7 @@ from pipeline.meta.aggregate import (
     load_summary,
     run_aggregate,
 )
+from pipeline.meta.decision import ordinal_files
 from pipeline.meta.intervals import (
     SavedStrength,
     StrengthAtN,
@@ -68,6 +69,7 @@ from pipeline.meta.model import (
     NResult,
     applied_sets,
     chen_group_means,
+    decide,
     drop_empty_columns,
     feature_set_columns,
     importance_table,
@@ -76,7 +78,6 @@ from pipeline.meta.model import (
     nearest_n,
     preferred_set,
     results_table,
-    round_to_group,
     time_controls,
     train_and_evaluate,
     unseen_instances,
@@ -476,6 +477,8 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
             "seed": config.seed,
             # How the regressors were fitted (the card prints it; MetaConfig's defaults change)
             "fitting": config.fitting_record(),
+            # How an output becomes a group: "ordinal" models beside each regressor, or rounding
+            "decision": config.decision,
             "aggregate": agg_summary["parameters"],
             "features_config_hash": agg_summary.get("features_config_hash"),
             "features_dir": str(features_dir.resolve()) if features_dir else None,
@@ -601,13 +604,23 @@ class MetaModels:
         own games (``pipeline/meta/player_training.py``), the one an estimate applies."""
         return str(n) in self.manifest.get("player_models", {}).get(feature_set, {})
 
-    def booster(self, feature_set: str, n: int, *, player: bool = False) -> lgb.Booster:
-        """The model of ``feature_set`` at ``n``; ``player``: its sibling fitted for one
-        player's games where it has one."""
+    @property
+    def decision(self) -> str:
+        """How the models name a group (``pipeline/meta/decision.py``): "ordinal" models beside
+        each regressor, or "rounding" (every manifest before the ordinal decision)."""
+        return self.manifest.get("decision", "rounding")
+
+    def model_files(self, feature_set: str, n: int, *, player: bool = False) -> list[str]:
+        """The files of the model of ``feature_set`` at ``n``, the regressor's first, then its
+        ordinal models' if any; ``player``: its sibling fitted for one player's games where it
+        has one."""
         files = self.manifest["models"][feature_set]
         if player and self.player_trained(feature_set, n):
             files = self.manifest["player_models"][feature_set]
-        return lgb.Booster(model_file=str(self.root / files[str(n)]))
+        regressor = files[str(n)]
+        if self.decision == "ordinal":
+            return [regressor, *ordinal_files(regressor, len(self.group_names))]
+        return [regressor]
 
     def predict(
         self,
@@ -628,8 +641,11 @@ class MetaModels:
                 " (extract with the same nets as the training features)"
             )
         pick = [list(columns).index(c) for c in wanted]
-        raw = self.booster(feature_set, n, player=player).predict(features[:, pick])
-        return raw, round_to_group(raw, len(self.group_names))
+        regressor, *above = (
+            lgb.Booster(model_file=str(self.root / f))
+            for f in self.model_files(feature_set, n, player=player)
+        )
+        return decide(regressor, above, features[:, pick], len(self.group_names))
 
 
 def load_meta_models(root: Path) -> MetaModels:
