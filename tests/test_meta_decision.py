@@ -74,3 +74,30 @@ def test_the_ordinal_decision_keeps_the_ends_a_regression_pulls_in():
     predicted = ordinal_groups(ordinal_above(models, x))
     right = [np.mean(predicted[label == g] == g) for g in range(3)]
     assert min(right) > 0.8  # every group, the ends included, named right 4 times in 5
+
+
+def test_one_extended_ordinal_model_never_crosses_and_names_every_group():
+    """The same three groups as above, one model with the threshold k as a feature (Li & Lin
+    2007): its rows are the samples once per k (k-major), its P(group > k) is non-increasing in
+    k for every input by the monotone constraint, and it names the groups as the G − 1
+    models do."""
+    from pipeline.meta.decision import (
+        extended_above,
+        extended_rows,
+        fit_extended_ordinal,
+        ordinal_groups,
+    )
+
+    rows = extended_rows(np.array([[7.0, 8.0], [9.0, 10.0]]), 3)
+    assert rows.tolist() == [[7, 8, 0], [9, 10, 0], [7, 8, 1], [9, 10, 1]]
+    rng = np.random.default_rng(0)
+    label = rng.choice(3, 6_000, p=[1 / 6, 2 / 3, 1 / 6])
+    x = (label + rng.normal(0, 0.35, label.size))[:, None]
+    params = {"verbose": -1, "num_threads": 1, "deterministic": True, "seed": 0}
+    model = fit_extended_ordinal(x, label, 3, params)
+    grid = np.linspace(-2, 4, 601)[:, None]
+    assert np.all(np.diff(extended_above(model, grid, 3), axis=1) <= 0)
+    probe = np.array([[-0.5], [0.0], [1.0], [2.0], [2.5]])
+    assert ordinal_groups(extended_above(model, probe, 3)).tolist() == [0, 0, 1, 2, 2]
+    predicted = ordinal_groups(extended_above(model, x, 3))
+    assert min(np.mean(predicted[label == g] == g) for g in range(3)) > 0.8

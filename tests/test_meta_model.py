@@ -287,27 +287,35 @@ def test_saved_models_predict_like_training(trained: Path):
     assert text.splitlines()[1] == "| method | n=1 | n=5 |"
 
 
-def test_chess_models_name_the_group_by_their_ordinal_models(trained: Path):
-    """Chess's default decision is ordinal (pipeline/kinds/chess.py): each regressor is saved
-    with its G − 1 models of P(group > k), and the loaded models' group is the median of
-    their distribution, not the rounded regression output; Go's default is rounding."""
+def test_chess_models_from_one_game_name_the_group_by_their_ordinal_model(trained: Path):
+    """Chess's models at n = 1 name the group by an ordinal model (pipeline/kinds/chess.py):
+    the regressor is saved with one model of P(group > k), and the loaded models' group is the
+    median of its distribution, not the rounded regression output; at n = 5 they round, and
+    Go's models round at every n."""
     import lightgbm as lgb
 
     from pipeline.kinds import CHESS, GO
-    from pipeline.meta.decision import ordinal_above, ordinal_groups
+    from pipeline.meta.decision import extended_above, ordinal_groups
 
-    assert (CHESS.decision, GO.decision) == ("ordinal", "rounding")
+    assert (CHESS.ordinal_ns, GO.ordinal_ns) == ((1,), ())
     models = load_meta_models(trained)
-    assert models.manifest["decision"] == models.decision == "ordinal"
-    files = models.model_files("full", 5)
-    assert files == ["models/full/n5.txt"] + [f"models/full/n5-above-{k}.txt" for k in range(3)]
+    assert models.manifest["ordinal_ns"] == [1] and models.ordinal(1) and not models.ordinal(5)
+    files = models.model_files("full", 1)
+    assert files == ["models/full/n1.txt", "models/full/n1-ordinal.txt"]
+    assert models.model_files("full", 5) == ["models/full/n5.txt"]
+    assert not (trained / "models/full/n5-ordinal.txt").exists()
     columns = models.manifest["columns"]
     pick = [columns.index(c) for c in models.manifest["feature_sets"]["full"]]
     x = np.random.default_rng(0).normal(0, 1, (50, len(columns)))
-    raw, group = models.predict(x, columns, "full", 5)
-    regressor, *above = (lgb.Booster(model_file=str(trained / f)) for f in files)
+    raw, group = models.predict(x, columns, "full", 1)
+    regressor, ordinal = (lgb.Booster(model_file=str(trained / f)) for f in files)
     np.testing.assert_array_equal(raw, regressor.predict(x[:, pick]))
-    np.testing.assert_array_equal(group, ordinal_groups(ordinal_above(above, x[:, pick])))
+    above = extended_above(ordinal, x[:, pick], 4)
+    assert above.shape == (50, 3) and np.all(np.diff(above, axis=1) <= 0)
+    np.testing.assert_array_equal(group, ordinal_groups(above))
+    assert not np.array_equal(group, np.clip(np.rint(raw), 0, 3))  # not the rounded output
+    raw, group = models.predict(x, columns, "full", 5)
+    np.testing.assert_array_equal(group, np.clip(np.rint(raw), 0, 3))
 
 
 def test_nets_kibitz_trained_are_found_and_named_in_a_warning(caplog):
@@ -382,16 +390,17 @@ def test_registered_meta_models_ship_verified_files_and_their_card(trained, tmp_
     assert shipped.root == target and shipped.aggregates_dir == target / "aggregates"
     files = shipped.manifest["files"]
     assert "models/full/n5.txt" in files and "aggregates/player_instance_features.parquet" in files
-    assert "models/full/n5-above-2.txt" in files  # the ordinal models ship beside it
+    assert "models/full/n1-ordinal.txt" in files  # the ordinal model ships beside it
     assert "tracking_uri" not in shipped.manifest  # a path on the training machine
     assert (target / "MODEL_CARD.md").read_text() == render_card(shipped.manifest)
     # the shipped copy predicts exactly like the trained folder
     columns = shipped.manifest["columns"]
     x = np.linspace(-1, 1, 3 * len(columns)).reshape(3, len(columns))
-    raw, group = shipped.predict(x, columns, "full", 5)
-    trained_raw, trained_group = load_meta_models(trained).predict(x, columns, "full", 5)
-    assert np.array_equal(raw, trained_raw) and np.array_equal(group, trained_group)
-    assert "ordinal models of P(group > k)" in render_card(shipped.manifest)
+    for n in (1, 5):
+        raw, group = shipped.predict(x, columns, "full", n)
+        trained_raw, trained_group = load_meta_models(trained).predict(x, columns, "full", n)
+        assert np.array_equal(raw, trained_raw) and np.array_equal(group, trained_group)
+    assert "At n = 1 an ordinal model beside the regressor" in render_card(shipped.manifest)
     # a replaced model file is caught by its manifest sha256
     (target / "models" / "full" / "n5.txt").write_text("tree\n")
     with pytest.raises(ChecksumMismatchError, match=r"models/full/n5\.txt"):

@@ -28,7 +28,9 @@ from pipeline.core.data_split import SplitConfig
 from pipeline.meta.decision import (
     DECISIONS,
     apply_cut_points,
+    extended_above,
     fit_cut_points,
+    fit_extended_ordinal,
     fit_ordinal,
     ordinal_above,
     ordinal_groups,
@@ -51,6 +53,11 @@ def main() -> None:
     parser.add_argument(
         "--ordinal", action="store_true",
         help="also an ordinal decision: G - 1 binary models of P(group > k) (Frank & Hall 2001)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--ordinal-one", action="store_true",
+        help="also an ordinal decision of one model of P(group > k) with k as a feature (Li & Lin"
+        " 2007): the one the chess meta-models ship",
     )  # fmt: skip
     args = parser.parse_args()
     instances, groups = instance_tables(args.aggregates)
@@ -86,6 +93,11 @@ def main() -> None:
                                     config.lightgbm_params())  # fmt: skip
                 above = ordinal_above(above, evaluation.features[:, pick])
                 decisions.append(("ordinal", ordinal_groups(above)))
+            if args.ordinal_one:
+                one = fit_extended_ordinal(train.features[:, pick], train.label, data.groups,
+                                           config.lightgbm_params())  # fmt: skip
+                above = extended_above(one, evaluation.features[:, pick], data.groups)
+                decisions.append(("ordinal-one", ordinal_groups(above)))
             for decision, predicted in decisions:
                 right = predicted == evaluation.label
                 near = np.abs(predicted - evaluation.label) <= 1
@@ -97,7 +109,7 @@ def main() -> None:
                 )
     print(f"{args.game} {args.feature_set}: rank-group accuracy % (±1 %), mean over the splits")
     for n in sample_sizes(args.n):
-        rows = {d: figures.get((n, d), []) for d in DECISIONS if figures.get((n, d))}
+        rows = {d: figures.get((n, d), []) for d in (*DECISIONS, "ordinal-one") if figures.get((n, d))}
         if "rounding" not in rows:  # no split held enough instances at this n
             continue
         acc = {d: np.array([r[0] for r in v]) for d, v in rows.items()}

@@ -22,7 +22,6 @@ from pipeline.core import settings
 from pipeline.core.data_split import SplitConfig
 from pipeline.kinds import game_kind
 from pipeline.meta.aggregate import AggregateConfig
-from pipeline.meta.decision import MODEL_DECISIONS
 from pipeline.meta.model import DEFAULT_NS, FEATURE_SETS, FIT_SPLITS, MetaConfig
 
 log = logging.getLogger(__name__)
@@ -86,7 +85,7 @@ def cmd_train_meta(args: argparse.Namespace) -> int:
         seed=args.seed,
         fit_split=args.fit_split,
         sscore_nets=args.sscore_nets,
-        decision=args.decision or game_kind(args.game).decision,
+        ordinal_ns=game_kind(args.game).ordinal_ns if args.ordinal_n is None else args.ordinal_n,
     )
     run = TrainMetaRun(
         game=args.game,
@@ -211,10 +210,11 @@ def _add_meta_parser(trainers: argparse._SubParsersAction) -> None:
         " model an estimate of one player applies (0: no such model)",
     )
     parser.add_argument(
-        "--decision",
-        choices=MODEL_DECISIONS,
-        help="how an output becomes a rank group: rounding, or ordinal models beside each"
-        " regressor (default: the game's; chess ordinal, Go rounding: docs/research/results.md)",
+        "--ordinal-n",
+        type=lambda text: () if text == "none" else _int_list(text),
+        help="the n whose models name the rank group by an ordinal model beside the regressor,"
+        " comma-separated, or none; the others round (default: the game's, chess 1, Go none:"
+        " docs/research/results.md)",
     )
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument(

@@ -56,8 +56,9 @@ class GameKind(Protocol):
         ...
 
     @property
-    def decision(self) -> str:
-        """How its meta-models name a rank group by default (``pipeline.meta.decision``)."""
+    def ordinal_ns(self) -> tuple[int, ...]:
+        """The n whose meta-models name the rank group by an ordinal model by default, the
+        others rounding (``pipeline.meta.decision``)."""
         ...
 
     @property

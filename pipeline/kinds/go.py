@@ -112,9 +112,10 @@ class GoKind:
     extraction = GoExtraction()
     # The embedded default of `kibitz run`, under the data folder: one collection per group.
     candidating = Path("go/fox-selected/candidating")
-    # How the meta-models name a rank group (pipeline/meta/decision.py): rounding; ordinal models
-    # win Go's ends but lose as much in the middle (docs/research/results.md).
-    decision = "rounding"
+    # The n whose meta-models name the rank group by an ordinal model (pipeline/meta/
+    # decision.py): none; ordinal models win Go's ends but lose as much in the middle
+    # (docs/research/results.md).
+    ordinal_ns: tuple[int, ...] = ()
 
     def sample(self, split_dir: Path, out_dir: Path, games_per_group: int) -> list[Path]:
         """The first ``games_per_group`` games (lines) of each rank-group collection (0 = all)."""

@@ -17,10 +17,16 @@ median of the distribution they give.
     predicted = apply_cut_points(raw, cuts)          # rounding: rounding_cut_points(groups)
     above = fit_ordinal(train_x, train_label, groups, params)
     predicted = ordinal_groups(ordinal_above(above, x))
+    one = fit_extended_ordinal(train_x, train_label, groups, params)
+    predicted = ordinal_groups(extended_above(one, x, groups))
 
-A trained model carries its decision (:data:`MODEL_DECISIONS`, ``MetaConfig.decision``, each game
-kind's default in ``pipeline/kinds/``): an ordinal one saves its G − 1 models beside the
-regressor's file (:func:`ordinal_files`), and the regression output stays its continuous reading.
+One model can hold all G − 1 (Li & Lin 2007): each sample once per threshold k, with k as a
+feature and a monotone constraint that keeps P(group > k) non-increasing in k. It is what a
+trained model carries at the n where it gains (``MetaConfig.ordinal_ns``, each game kind's
+default in ``pipeline/kinds/``; chess from one game): one file beside the regressor's
+(:func:`ordinal_file`), where G − 1 models would be seven times the regressor's 1.2 MB for
+chess; the regression output stays the continuous reading. Cut points are measured only.
+
 """
 
 from __future__ import annotations
@@ -33,16 +39,12 @@ if TYPE_CHECKING:
     import lightgbm as lgb
 
 DECISIONS = ("rounding", "cuts", "ordinal")
-# The decisions a trained model carries. Cut points are measured only: they gain from one game
-# at a cost in ±1 accuracy and nothing from five on (bench/accuracy/meta_decision.py).
-MODEL_DECISIONS = ("rounding", "ordinal")
 
 
-def ordinal_files(model_file: str, groups: int) -> list[str]:
-    """The files of the G − 1 ordinal models of the regressor saved as ``model_file``
-    (``models/full/n5.txt`` → ``models/full/n5-above-0.txt`` …), as the manifest names files."""
-    stem = model_file.removesuffix(".txt")
-    return [f"{stem}-above-{k}.txt" for k in range(groups - 1)]
+def ordinal_file(model_file: str) -> str:
+    """The file of the ordinal model of the regressor saved as ``model_file``
+    (``models/full/n5.txt`` → ``models/full/n5-ordinal.txt``), as the manifest names files."""
+    return f"{model_file.removesuffix('.txt')}-ordinal.txt"
 
 
 def rounding_cut_points(groups: int) -> np.ndarray:
@@ -110,7 +112,8 @@ def fit_ordinal(
     features: np.ndarray, label: np.ndarray, groups: int, params: dict
 ) -> list[lgb.Booster]:
     """The G − 1 LightGBM models of P(group > k), k = 0 … G − 2, on (``features``, ``label``)
-    with the regressors' ``params`` and a binary objective."""
+    with the regressors' ``params`` and a binary objective (measured only: the meta-models
+    carry :func:`fit_extended_ordinal`'s one model)."""
     import lightgbm as lgb  # here, not at the top: the CLI parses options without it
 
     params = params | {"objective": "binary"}
@@ -132,3 +135,32 @@ def ordinal_groups(above: np.ndarray) -> np.ndarray:
     """(S,) each sample's group: the median of its distribution, the number of k with
     P(group > k) ≥ 0.5."""
     return (np.asarray(above) >= 0.5).sum(axis=1).astype(np.int64)
+
+
+def extended_rows(features: np.ndarray, groups: int) -> np.ndarray:
+    """(S · (G − 1), F + 1) each sample once per threshold k, with k as its last column (rows
+    k-major: threshold 0's S rows first), the inputs of :func:`fit_extended_ordinal`."""
+    features = np.asarray(features, dtype=np.float64)
+    k = np.repeat(np.arange(groups - 1, dtype=np.float64), len(features))
+    return np.column_stack([np.tile(features, (groups - 1, 1)), k])
+
+
+def fit_extended_ordinal(
+    features: np.ndarray, label: np.ndarray, groups: int, params: dict
+) -> lgb.Booster:
+    """One LightGBM model of P(group > k) for every k (Li & Lin 2007, ordinal regression by
+    extended binary classification): fitted on each sample once per k with k as a feature and
+    the label group > k, and held non-increasing in k by a monotone constraint, so one file
+    replaces the G − 1 of :func:`fit_ordinal` and the probabilities never cross."""
+    import lightgbm as lgb  # here, not at the top: the CLI parses options without it
+
+    width = np.asarray(features).shape[1]
+    params = params | {"objective": "binary", "monotone_constraints": [0] * width + [-1]}
+    rows = extended_rows(features, groups)
+    above = np.tile(np.asarray(label), groups - 1) > rows[:, -1]
+    return lgb.train(params, lgb.Dataset(rows, label=above.astype(np.float64)))
+
+
+def extended_above(model: lgb.Booster, features: np.ndarray, groups: int) -> np.ndarray:
+    """(S, G − 1) P(group > k) from :func:`fit_extended_ordinal`'s model."""
+    return model.predict(extended_rows(features, groups)).reshape(groups - 1, -1).T

@@ -50,10 +50,9 @@ from pipeline.core.errors import KibitzError
 from pipeline.core.features_schema import column_slug, instance_column
 from pipeline.meta.aggregate import feature_columns
 from pipeline.meta.decision import (
-    MODEL_DECISIONS,
-    fit_ordinal,
-    ordinal_above,
-    ordinal_files,
+    extended_above,
+    fit_extended_ordinal,
+    ordinal_file,
     ordinal_groups,
 )
 from pipeline.meta.samples import Samples, player_samples, rank_group_samples
@@ -161,16 +160,13 @@ class MetaConfig:
     # fold the size of the evaluation split (pipeline/meta/intervals.py:conformal_folds).
     conformal_folds: int = 0
     lgbm_params: dict = field(default_factory=lambda: REPEATABLE | FITTING)
-    # How a regression output becomes a rank group (pipeline/meta/decision.py): "rounding", or
-    # "ordinal" models beside each regressor; `kibitz train meta` takes the game kind's default.
-    decision: str = "rounding"
+    # The n whose models name the rank group by an ordinal model beside the regressor, where
+    # it gains over rounding (pipeline/meta/decision.py); the other n round. `kibitz train meta`
+    # takes the game kind's default (pipeline/kinds/).
+    ordinal_ns: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         self.lgbm_params = dict(self.lgbm_params)  # a config's own: callers lay theirs over it
-        if self.decision not in MODEL_DECISIONS:
-            raise MetaDataError(
-                f"decision must be one of {MODEL_DECISIONS!r}, got {self.decision!r}"
-            )
 
     def fitting_record(self) -> dict:
         """How the regressors are fitted, as a manifest records it: the training draws and
@@ -268,32 +264,32 @@ class TrainedModel:
     groups: int
     importance: dict[str, float]  # total gain per column
     validation_l2: float
-    # The G − 1 models of P(group > k) that name the group where the decision is "ordinal"
-    # (pipeline/meta/decision.py); empty: the regression output is rounded.
-    above: list[lgb.Booster] = field(default_factory=list)
+    # The model of P(group > k) that names the group at the config's ordinal n
+    # (pipeline/meta/decision.py); None: the regression output is rounded.
+    ordinal: lgb.Booster | None = None
 
     def predict(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(continuous output, group index) for rows of ``features`` in ``columns`` order."""
-        return decide(self.booster, self.above, features, self.groups)
+        return decide(self.booster, self.ordinal, features, self.groups)
 
     def save(self, path: Path) -> None:
-        """The regressor at ``path``, its ordinal models beside it (:func:`ordinal_files`)."""
+        """The regressor at ``path``, its ordinal model beside it (:func:`ordinal_file`)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self.booster.save_model(str(path))
-        for model, name in zip(self.above, ordinal_files(path.name, self.groups), strict=True):
-            model.save_model(str(path.with_name(name)))
+        if self.ordinal is not None:
+            self.ordinal.save_model(str(path.with_name(ordinal_file(path.name))))
 
 
 def decide(
-    booster: lgb.Booster, above: Sequence[lgb.Booster], features: np.ndarray, groups: int
+    booster: lgb.Booster, ordinal: lgb.Booster | None, features: np.ndarray, groups: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(continuous output, group index) of a regressor and its decision: the ordinal models'
-    median group where there are any, else the rounded output."""
+    """(continuous output, group index) of a regressor and its decision: the ordinal model's
+    median group where there is one, else the rounded output."""
     if len(features) == 0:
         return np.empty(0), np.empty(0, dtype=np.int64)
     raw = booster.predict(features)
-    if above:
-        return raw, ordinal_groups(ordinal_above(list(above), features))
+    if ordinal is not None:
+        return raw, ordinal_groups(extended_above(ordinal, features, groups))
     return raw, round_to_group(raw, groups)
 
 
@@ -554,10 +550,10 @@ def fit_model(
     gains = booster.feature_importance(importance_type="gain")
     l2 = record.get("validation", {}).get("l2", [float("nan")])[-1]
     importance = dict(zip(chosen, gains.tolist(), strict=True))
-    above = []
-    if config.decision == "ordinal":
-        above = fit_ordinal(train.features[:, pick], train.label, groups, params)
-    return TrainedModel(feature_set, n, chosen, booster, groups, importance, l2, above)
+    ordinal = None
+    if n in config.ordinal_ns:
+        ordinal = fit_extended_ordinal(train.features[:, pick], train.label, groups, params)
+    return TrainedModel(feature_set, n, chosen, booster, groups, importance, l2, ordinal)
 
 
 def evaluate_model(

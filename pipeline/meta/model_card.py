@@ -225,15 +225,16 @@ def _fitting(manifest: dict[str, Any]) -> list[str]:
 
 
 def _decision(manifest: dict[str, Any]) -> str:
-    """How the models name a group (``pipeline/meta/decision.py``), as the card's first
-    paragraph says it."""
-    if manifest.get("decision") == "ordinal":
-        return (
-            "beside each regressor, ordinal models of P(group > k) name the median group of"
-            " their distribution (Frank & Hall 2001; the regression output is the continuous"
-            " reading),"
-        )
-    return "the output, rounded and clipped, is"
+    """How the models at the ordinal n name a group (``pipeline/meta/decision.py``), as the
+    card's first paragraph says it; "" where every n rounds."""
+    ns = manifest.get("ordinal_ns") or []
+    if not ns:
+        return ""
+    return (
+        f" At n = {', '.join(map(str, ns))} an ordinal model beside the regressor names the"
+        " group instead: the median of its P(group > k), one LightGBM model with k as a feature"
+        " (Li & Lin 2007); the regression output stays the continuous reading."
+    )
 
 
 def _refit_options(manifest: dict) -> str:
@@ -284,8 +285,8 @@ def render_card(manifest: dict[str, Any], *, models_dir: Path | None = None) -> 
         f"Rank-estimation meta-models of Kuboki et al. (2025) for {game}, trained by Kibitz: one"
         f" LightGBM regressor per feature set and number of games n ({ns}) on the mean"
         " per-player-instance features of n games (an instance is one player's moves in one"
-        f" game); {_decision(manifest)} one of {len(groups)} rank groups"
-        f" ({groups[0]} … {groups[-1]}). `kibitz estimate {game} FILES --player NAME` applies the"
+        f" game); the output, rounded and clipped, is one of {len(groups)} rank groups"
+        f" ({groups[0]} … {groups[-1]}).{_decision(manifest)} `kibitz estimate {game} FILES --player NAME` applies the"
         " model whose n is nearest to the player's number of games.",
         "",
         "## Data",

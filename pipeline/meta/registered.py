@@ -11,7 +11,7 @@ then checks that the nets it would extract with are the ones the model was train
     models/kibitz-meta-chess/
         meta_models.json            manifest (results, nets' sha256, extraction config, files)
         MODEL_CARD.md               rendered from the manifest (pipeline/meta/model_card.py)
-        models/<feature_set>/n<n>.txt      and n<n>-above-<k>.txt: its ordinal models, if any
+        models/<feature_set>/n<n>.txt      and n<n>-ordinal.txt: its ordinal model, if any
         aggregates/*.parquet, _aggregate.json   what `kibitz train meta --aggregates` refits on
         player-aggregates/…         the player-specific set's instances (--player-aggregates), if any
         tables/results.csv, table2_rank_group.md, table67_player.md
@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.meta.aggregate import SUMMARY_FILE
-from pipeline.meta.decision import ordinal_files
 from pipeline.meta.model import MetaDataError, applied_sets
 from pipeline.meta.model_card import CARD_FILE, render_card
 from pipeline.meta.train import MANIFEST_FILE, MetaModels, load_meta_models
@@ -103,15 +102,20 @@ def register_meta_models(
     # refit from the shipped aggregates rebuilds their models.
     trained_sets = list(trained.manifest["models"])
     shipped = applied_sets(trained_sets)
-    files = [f for fs in shipped for f in trained.manifest["models"][fs].values()]
     player_models = {
         fs: files_at_n
         for fs, files_at_n in (trained.manifest.get("player_models") or {}).items()
         if fs in shipped
     }
-    files += [f for files_at_n in player_models.values() for f in files_at_n.values()]
-    if trained.decision == "ordinal":  # each regressor's ordinal models, beside it
-        files += [o for f in list(files) for o in ordinal_files(f, len(trained.group_names))]
+    files = [
+        f
+        for fs in shipped
+        for n in trained.manifest["models"][fs]
+        for player in (False, True)
+        if not player or fs in player_models
+        for f in trained.model_files(fs, int(n), player=player)
+    ]
+    files = list(dict.fromkeys(files))  # a set without a player sibling names its own twice
     strength_sets = {
         fs: r for fs, r in (trained.manifest.get("strength_sets") or {}).items() if fs in shipped
     }

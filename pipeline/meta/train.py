@@ -51,7 +51,7 @@ from pipeline.meta.aggregate import (
     load_summary,
     run_aggregate,
 )
-from pipeline.meta.decision import ordinal_files
+from pipeline.meta.decision import ordinal_file
 from pipeline.meta.intervals import (
     SavedStrength,
     StrengthAtN,
@@ -477,8 +477,9 @@ def run_train_meta(run: TrainMetaRun, config: MetaConfig) -> dict[str, Any]:
             "seed": config.seed,
             # How the regressors were fitted (the card prints it; MetaConfig's defaults change)
             "fitting": config.fitting_record(),
-            # How an output becomes a group: "ordinal" models beside each regressor, or rounding
-            "decision": config.decision,
+            # The n whose models name the group by an ordinal model beside the regressor (the
+            # others round the regressor's output)
+            "ordinal_ns": list(config.ordinal_ns),
             "aggregate": agg_summary["parameters"],
             "features_config_hash": agg_summary.get("features_config_hash"),
             "features_dir": str(features_dir.resolve()) if features_dir else None,
@@ -604,23 +605,21 @@ class MetaModels:
         own games (``pipeline/meta/player_training.py``), the one an estimate applies."""
         return str(n) in self.manifest.get("player_models", {}).get(feature_set, {})
 
-    @property
-    def decision(self) -> str:
-        """How the models name a group (``pipeline/meta/decision.py``): "ordinal" models beside
-        each regressor, or "rounding" (every manifest before the ordinal decision)."""
-        return self.manifest.get("decision", "rounding")
+    def ordinal(self, n: int) -> bool:
+        """Whether the models at ``n`` name the group by an ordinal model beside the regressor
+        (``pipeline/meta/decision.py``), not by rounding its output (every n of a manifest
+        before the ordinal decision)."""
+        return n in self.manifest.get("ordinal_ns", [])
 
     def model_files(self, feature_set: str, n: int, *, player: bool = False) -> list[str]:
-        """The files of the model of ``feature_set`` at ``n``, the regressor's first, then its
-        ordinal models' if any; ``player``: its sibling fitted for one player's games where it
+        """The files of the model of ``feature_set`` at ``n``: the regressor's, then its ordinal
+        model's if it has one; ``player``: its sibling fitted for one player's games where it
         has one."""
         files = self.manifest["models"][feature_set]
         if player and self.player_trained(feature_set, n):
             files = self.manifest["player_models"][feature_set]
         regressor = files[str(n)]
-        if self.decision == "ordinal":
-            return [regressor, *ordinal_files(regressor, len(self.group_names))]
-        return [regressor]
+        return [regressor, ordinal_file(regressor)] if self.ordinal(n) else [regressor]
 
     def predict(
         self,
@@ -641,11 +640,13 @@ class MetaModels:
                 " (extract with the same nets as the training features)"
             )
         pick = [list(columns).index(c) for c in wanted]
-        regressor, *above = (
+        regressor, *ordinal = (
             lgb.Booster(model_file=str(self.root / f))
             for f in self.model_files(feature_set, n, player=player)
         )
-        return decide(regressor, above, features[:, pick], len(self.group_names))
+        return decide(
+            regressor, next(iter(ordinal), None), features[:, pick], len(self.group_names)
+        )
 
 
 def load_meta_models(root: Path) -> MetaModels:
