@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,6 +78,8 @@ def test_written_row_records_the_evaluators_extraction(tables, tmp_path: Path) -
     assert summary["features_config_hash"] == config_hash
     assert summary["features_config"]["config"]["value"]["nodes"] == 100
     assert summary["rows"]["player_instance_features"] == 1_400
+    written = pq.read_schema(tmp_path / "player_instance_features.parquet")
+    assert written == pq.read_schema(BASE / "player_instance_features.parquet")  # its types
     assert {"rank_groups.parquet", "loss_by_move_number.parquet"} <= {
         p.name for p in tmp_path.iterdir()
     }

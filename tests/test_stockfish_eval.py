@@ -26,7 +26,7 @@ START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 
 @pytest.fixture(scope="module")
 def engine():
-    # 2,000 nodes, the preset: at 1,000 Stockfish 15.1 stops inside an iteration on the start
+    # 2,000 nodes: at 1,000 Stockfish 15.1 stops inside an iteration on the start
     # position and reports -110 cp (seen while choosing the default)
     with StockfishEvaluator(StockfishSettings(nodes=2000)) as e:
         yield e

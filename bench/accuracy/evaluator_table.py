@@ -83,9 +83,11 @@ def of_common_games(instances: pa.Table, others) -> pa.Table:
 def write_aggregates(instances: pa.Table, base: Path, evaluator: Path, out: Path) -> str:
     """``instances`` (the base's with ``evaluator``'s loss columns) as an aggregates folder:
     the base's rank groups and prior profile, the evaluator's loss by move number, and an
-    extraction record whose value settings are the evaluator's. Returns its config hash."""
+    extraction record whose value settings are the evaluator's. Each column keeps the base's
+    type (a slimmed base's float32 loss columns stay float32). Returns its config hash."""
     from pipeline.extract.config import config_from_dict
 
+    instances = instances.cast(pq.read_schema(base / f"{INSTANCES}.parquet"))
     summary = load_summary(base)
     record = summary["features_config"]
     value = load_summary(evaluator)["features_config"]["config"]["value"]

@@ -81,11 +81,12 @@ def go_games(limit: int) -> list[bytes]:
 
 GAMES = {"chess": chess_games, "go": go_games}
 
-# The chess evaluators of the evaluator table (#65): the model's (Stockfish at 2,000 nodes) and
-# the cheaper ones, timed on the same games with the model's nets (speed only: a model must be
-# fitted on an evaluator's losses before the service can apply it).
+# The chess evaluators of the evaluator table (#65): the model's (Stockfish at 500 nodes), the
+# deeper one it replaced and the cheaper ones, timed on the same games with the model's nets
+# (speed only: a model must be fitted on an evaluator's losses before the service applies it).
 EVALUATORS = {
-    "Stockfish 2,000 nodes (the model's)": {"evaluator": "stockfish", "nodes": 2000},
+    "Stockfish 500 nodes (the model's)": {"evaluator": "stockfish", "nodes": 500},
+    "Stockfish 2,000 nodes": {"evaluator": "stockfish", "nodes": 2000},
     "Stockfish 100 nodes": {"evaluator": "stockfish", "nodes": 100},
     "Maia-1900's value head": {"evaluator": "net", "model": "maia-1900"},
 }

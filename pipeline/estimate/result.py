@@ -90,7 +90,8 @@ class Estimate:
     further_games: int | None
     rank_group: str
     rank_group_index: int
-    prediction: float  # the regressor's output before rounding (group index scale)
+    prediction: float  # the regressor's output (group index scale); the group rounds it, or at an
+    # ordinal n is the ordinal model's (MetaModels.ordinal)
     band: list[str]  # the group and its neighbours (the ±1 band)
     rank_groups: list[str]  # every group, weakest first
     n_trained: list[int]  # the n the meta-models were trained at

@@ -64,7 +64,8 @@ class ValueConfig:
     evaluator: str = "stockfish"
     model: str | None = None  # registry name when evaluator == "net", e.g. maia-1900
     # Stockfish: 2,000 nodes ≈ 5–8 ms a position on one core here (Stockfish 15.1), depth 7–9;
-    # the WDL stays within a few per cent of a 10,000-node search on ordinary positions.
+    # the WDL stays within a few per cent of a 10,000-node search on ordinary positions. The
+    # chess preset searches 500, what the meta-model needs (docs/research/results.md).
     nodes: int = 2000
     hash_mb: int = 16  # cleared before every position (determinism), so only its size matters
     engines: int = 0  # Stockfish processes (one CPU each); 0 = every CPU the cluster has
